@@ -1,0 +1,116 @@
+// Package cluster is corral's model of the machines: nodes, their GPU devices with
+// intra-node coordinates, the inter-node topology tree, and free capacity
+// aggregated per topology domain. It does no I/O and imports nothing from k8s.io.
+package cluster
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Device is one GPU with the coordinates that decide how well it talks to its
+// neighbours inside the node.
+type Device struct {
+	ID     string // stable id within the node, e.g. "gpu3" or a UUID
+	Model  string // e.g. "H100", "V100M32"
+	MemMiB int64
+	// Socket, NUMA and PCIeSwitch are the device's place in the host's PCIe tree;
+	// devices sharing a PCIe switch also share its NIC.
+	Socket     int
+	NUMA       int
+	PCIeSwitch int
+	// NVLink groups devices joined by NVLink or one NVSwitch; -1 when none.
+	NVLink int
+	// NIC is the network interface under the same PCIe switch, "" if none.
+	NIC       string
+	Unhealthy bool
+}
+
+// Node is a machine. Labels carry its inter-node topology coordinates.
+type Node struct {
+	Name          string
+	CPUMilli      int64
+	MemMiB        int64
+	Devices       []Device
+	Labels        map[string]string
+	Unschedulable bool // cordoned or not ready: nothing new lands here
+}
+
+// GPUModel returns the model of the node's devices, or "" for a CPU-only node.
+// Mixed nodes report their models joined by "+".
+func (n *Node) GPUModel() string {
+	var models []string
+	for _, d := range n.Devices {
+		found := false
+		for _, m := range models {
+			if m == d.Model {
+				found = true
+				break
+			}
+		}
+		if !found {
+			models = append(models, d.Model)
+		}
+	}
+	return strings.Join(models, "+")
+}
+
+// Validate reports a node no scheduler could use as described.
+func (n *Node) Validate() error {
+	switch {
+	case n.Name == "":
+		return fmt.Errorf("node has no name")
+	case n.CPUMilli < 0:
+		return fmt.Errorf("node %s: negative CPU %dm", n.Name, n.CPUMilli)
+	case n.MemMiB < 0:
+		return fmt.Errorf("node %s: negative memory %dMiB", n.Name, n.MemMiB)
+	}
+	seen := map[string]bool{}
+	for i, d := range n.Devices {
+		if d.ID == "" {
+			return fmt.Errorf("node %s: device %d has no id", n.Name, i)
+		}
+		if seen[d.ID] {
+			return fmt.Errorf("node %s: duplicate device id %q", n.Name, d.ID)
+		}
+		seen[d.ID] = true
+		if d.Model == "" {
+			return fmt.Errorf("node %s: device %s has no model", n.Name, d.ID)
+		}
+	}
+	return nil
+}
+
+// Level is one inter-node topology level, read from a node label.
+type Level struct {
+	Name  string // e.g. "rack"
+	Label string // node label holding the node's domain at this level
+}
+
+// Topology lists the inter-node levels from the widest (e.g. "block") to the
+// narrowest above the host (e.g. "rack"). The levels "cluster" (everything) and
+// "host" (one node) are implicit.
+type Topology struct {
+	Levels []Level
+}
+
+// Implicit level names.
+const (
+	LevelCluster = "cluster"
+	LevelHost    = "host"
+)
+
+// Validate checks that level names are unique and not the implicit ones.
+func (t Topology) Validate() error {
+	seen := map[string]bool{LevelCluster: true, LevelHost: true}
+	for _, l := range t.Levels {
+		if l.Name == "" || l.Label == "" {
+			return fmt.Errorf("topology level %q needs a name and a node label", l.Name)
+		}
+		if seen[l.Name] {
+			return fmt.Errorf("topology level %q is defined twice or shadows an implicit level", l.Name)
+		}
+		seen[l.Name] = true
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package cluster
+
+// Read-only accessors. Slices returned alias the State: callers must not
+// change them.
+
+// Levels returns the level names from "cluster" to "host".
+func (s *State) Levels() []string { return s.levelNames }
+
+// HostLevel is the index of the host level.
+func (s *State) HostLevel() int { return len(s.levelNames) - 1 }
+
+// LevelIndex returns the index of a level name, or -1.
+func (s *State) LevelIndex(name string) int {
+	for i, n := range s.levelNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Topology returns the inter-node levels the State was built with.
+func (s *State) Topology() Topology { return s.topo }
+
+// DomainsAt lists the domains of a level in topology order.
+func (s *State) DomainsAt(level int) []DomainID { return s.byLevel[level] }
+
+// Domain returns a domain by id.
+func (s *State) Domain(d DomainID) *Domain { return &s.domains[d] }
+
+// NumDomains is the number of domains at all levels.
+func (s *State) NumDomains() int { return len(s.domains) }
+
+// NodeDomain returns node n's domain at a level.
+func (s *State) NodeDomain(n, level int) DomainID {
+	return s.chain[n*len(s.levelNames)+level]
+}
+
+// NumNodes is the number of nodes.
+func (s *State) NumNodes() int { return len(s.nodes) }
+
+// Node returns node n (in topology order).
+func (s *State) Node(n int) *Node { return &s.nodes[n] }
+
+// NodeIndex finds a node by name.
+func (s *State) NodeIndex(name string) (int, bool) {
+	i, ok := s.nodeIndex[name]
+	return i, ok
+}
+
+// Models lists the GPU models in the cluster, sorted.
+func (s *State) Models() []string { return s.models }
+
+// ModelIndex returns a model's index, or -1.
+func (s *State) ModelIndex(model string) int {
+	if i, ok := s.modelIndex[model]; ok {
+		return i
+	}
+	return -1
+}
+
+// Mask turns model names into a mask; an empty list accepts every model.
+// Names the cluster does not have are returned separately.
+func (s *State) Mask(models []string) (mask ModelMask, unknown []string) {
+	if len(models) == 0 {
+		return AllModels, nil
+	}
+	for _, m := range models {
+		if i, ok := s.modelIndex[m]; ok {
+			mask |= 1 << uint(i)
+		} else {
+			unknown = append(unknown, m)
+		}
+	}
+	return mask, unknown
+}
+
+// DeviceModel returns the model index of device k of node n.
+func (s *State) DeviceModel(n, k int) int { return s.devModel[s.gpuOff[n]+k] }
+
+// FreeCPU is node n's free CPU in milli-cores.
+func (s *State) FreeCPU(n int) int64 { return s.freeCPU[n] }
+
+// FreeMem is node n's free memory in MiB.
+func (s *State) FreeMem(n int) int64 { return s.freeMem[n] }
+
+// GPUFree returns node n's free GPU-milli per device (0 for failed devices).
+func (s *State) GPUFree(n int) []int32 { return s.gpuFree[s.gpuOff[n]:s.gpuOff[n+1]] }
+
+// DeviceHealthy reports whether device k of node n works.
+func (s *State) DeviceHealthy(n, k int) bool { return !s.unhealth[s.gpuOff[n]+k] }
+
+// Schedulable reports whether new pods may land on node n.
+func (s *State) Schedulable(n int) bool { return !s.unsched[n] }
+
+// DomainFreeCPU is the free CPU of a domain's schedulable nodes.
+func (s *State) DomainFreeCPU(d DomainID) int64 { return s.aggCPU[d] }
+
+// DomainFreeMem is the free memory of a domain's schedulable nodes.
+func (s *State) DomainFreeMem(d DomainID) int64 { return s.aggMem[d] }
+
+// DomainFreeMilli is the free GPU-milli of the models in mask.
+func (s *State) DomainFreeMilli(d DomainID, mask ModelMask) int64 {
+	nm := len(s.models)
+	var t int64
+	for m := 0; m < nm; m++ {
+		if mask.Has(m) {
+			t += s.aggMilli[int(d)*nm+m]
+		}
+	}
+	return t
+}
+
+// DomainFreeGPUs is the number of wholly free GPUs of the models in mask.
+func (s *State) DomainFreeGPUs(d DomainID, mask ModelMask) int {
+	nm := len(s.models)
+	t := 0
+	for m := 0; m < nm; m++ {
+		if mask.Has(m) {
+			t += int(s.aggWhole[int(d)*nm+m])
+		}
+	}
+	return t
+}
+
+// DomainCapacityGPUs is the number of healthy GPUs of the models in mask.
+func (s *State) DomainCapacityGPUs(d DomainID, mask ModelMask) int {
+	nm := len(s.models)
+	t := 0
+	for m := 0; m < nm; m++ {
+		if mask.Has(m) {
+			t += int(s.capWhole[int(d)*nm+m])
+		}
+	}
+	return t
+}
+
+// FitCount bounds how many pods of k whole GPUs (all on one node, one model)
+// the domain's free GPUs could hold, ignoring CPU and memory. k = 0 returns
+// the number of schedulable nodes times a large factor's worth: callers size
+// CPU-only pods by CPU instead.
+func (s *State) FitCount(d DomainID, mask ModelMask, k int) int {
+	return s.fitCount(s.aggHist, d, mask, k)
+}
+
+// CapacityFitCount is FitCount on an empty cluster: whether the pods could
+// ever fit.
+func (s *State) CapacityFitCount(d DomainID, mask ModelMask, k int) int {
+	return s.fitCount(s.capHist, d, mask, k)
+}
+
+func (s *State) fitCount(hist []int32, d DomainID, mask ModelMask, k int) int {
+	if k <= 0 {
+		return 1 << 30
+	}
+	nm := len(s.models)
+	t := 0
+	for m := 0; m < nm; m++ {
+		if !mask.Has(m) {
+			continue
+		}
+		base := (int(d)*nm + m) * s.hist
+		for f := k; f < s.hist; f++ {
+			t += int(hist[base+f]) * (f / k)
+		}
+	}
+	return t
+}
+
+// NodeModels returns the mask of models present on node n.
+func (s *State) NodeModels(n int) ModelMask {
+	var m ModelMask
+	for k := s.gpuOff[n]; k < s.gpuOff[n+1]; k++ {
+		m |= 1 << uint(s.devModel[k])
+	}
+	return m
+}
+
+// CapacityMilli is the healthy GPU-milli of the whole cluster.
+func (s *State) CapacityMilli() int64 {
+	return int64(s.DomainCapacityGPUs(0, AllModels)) * 1000
+}
+
+// FreeMilli is the free GPU-milli of the whole cluster.
+func (s *State) FreeMilli() int64 { return s.DomainFreeMilli(0, AllModels) }

@@ -1,0 +1,92 @@
+// Package metrics holds what a simulation run measured. The JSON keys are a
+// stable, documented interface (docs/metrics.md): add keys, never rename them.
+package metrics
+
+// Result is one policy's run on one input with one seed.
+type Result struct {
+	Policy   string  `json:"policy"`
+	Seed     int64   `json:"seed"`
+	Cluster  string  `json:"cluster"`
+	Trace    string  `json:"trace"`
+	Protocol string  `json:"protocol"`
+	Summary  Summary `json:"summary"`
+	Series   Series  `json:"-"`
+}
+
+// Summary is the headline figures of a run.
+type Summary struct {
+	// Capacity.
+	Nodes         int   `json:"nodes"`
+	GPUs          int   `json:"gpus"`
+	CapacityMilli int64 `json:"capacity_gpu_milli"`
+
+	// Allocation at the end of the run (fgd: when 130% has arrived; replay:
+	// time-averaged over the run is UtilizationPct).
+	GPUAllocPct       float64 `json:"gpu_alloc_pct"`       // GPU-milli allocated / capacity
+	WholeGPUAllocPct  float64 `json:"whole_gpu_alloc_pct"` // GPUs with any allocation / GPUs
+	UnallocatedGPUPct float64 `json:"unallocated_gpu_pct"` // 100 - gpu_alloc_pct
+	FragPct           float64 `json:"frag_pct"`            // expected fragmentation / capacity
+	// UnallocatedAt maps arrived-% checkpoints ("100", "110", ...) to the
+	// unallocated GPU % when arrivals first reached them (fgd protocol).
+	UnallocatedAt map[string]float64 `json:"unallocated_at,omitempty"`
+	FragAt        map[string]float64 `json:"frag_at,omitempty"`
+
+	// Jobs.
+	JobsSubmitted    int `json:"jobs_submitted"`
+	JobsStarted      int `json:"jobs_started"`
+	JobsCompleted    int `json:"jobs_completed"`
+	JobsNeverFit     int `json:"jobs_never_fit"` // rejected: no domain could ever hold them
+	JobsStillPending int `json:"jobs_still_pending"`
+	PodsPlaced       int `json:"pods_placed"`
+	// PartialGangs counts jobs that at some point had some, but fewer than
+	// their gang minimum, pods running: GPUs held while the job cannot run.
+	PartialGangs int `json:"partial_gangs"`
+	// PartialGangGPUHours is the GPU time those partial gangs held idle.
+	PartialGangGPUHours float64 `json:"partial_gang_gpu_hours"`
+
+	// Time.
+	WaitP50S       float64 `json:"wait_p50_s"`
+	WaitP95S       float64 `json:"wait_p95_s"`
+	WaitMaxS       float64 `json:"wait_max_s"`
+	WaitMeanS      float64 `json:"wait_mean_s"`
+	JCTMeanS       float64 `json:"jct_mean_s"`
+	JCTP50S        float64 `json:"jct_p50_s"`
+	JCTP95S        float64 `json:"jct_p95_s"`
+	MakespanS      float64 `json:"makespan_s"`
+	UtilizationPct float64 `json:"utilization_pct"` // time-averaged GPU-milli allocated / capacity
+
+	// Topology locality of multi-node gangs, per level above the host:
+	// the share placed in the minimum possible number of domains, and the
+	// mean number of domains spanned.
+	MultiNodeGangs     int                `json:"multi_node_gangs"`
+	MinDomainShare     map[string]float64 `json:"min_domain_share"`
+	MeanDomainsSpanned map[string]float64 `json:"mean_domains_spanned"`
+	// Inside nodes: the share of multi-GPU pods whose GPUs sit in the fewest
+	// possible PCIe switches.
+	MinPCIeShare float64 `json:"min_pcie_share"`
+	// JCT slowdown under the communication model (1.0 = every gang ideally placed).
+	CommSlowdownMean float64 `json:"comm_slowdown_mean"`
+
+	// Engine cost.
+	Cycles         int     `json:"cycles"`
+	DecisionMeanUS float64 `json:"decision_mean_us"` // engine time per pod placed
+	CycleMeanUS    float64 `json:"cycle_mean_us"`
+	CycleMaxUS     float64 `json:"cycle_max_us"`
+	WallSeconds    float64 `json:"wall_seconds"`
+}
+
+// Point is one sample of a curve.
+type Point struct {
+	X float64 `json:"x"`
+	Y float64 `json:"y"`
+}
+
+// Series are the curves a report draws.
+type Series struct {
+	// AllocVsArrived: x = GPU-milli arrived / capacity (%), y = allocated (%).
+	AllocVsArrived []Point
+	// Utilization: x = hours since the first arrival, y = GPU-milli allocated (%).
+	Utilization []Point
+	// Waits is each started job's queueing delay in seconds.
+	Waits []float64
+}

@@ -1,0 +1,174 @@
+package placement
+
+import (
+	"sort"
+
+	"github.com/corral-dev/corral/internal/cluster"
+)
+
+// DeviceOrder says how a pod's GPUs are picked inside a node.
+type DeviceOrder uint8
+
+const (
+	// Interconnect picks the set of GPUs with the shortest paths between them:
+	// one NVLink group, then one socket, one NUMA node, one PCIe switch, and the
+	// best fit at each step so that larger groups stay whole.
+	Interconnect DeviceOrder = iota
+	// FirstFree takes the lowest-numbered free GPUs, as a device plugin does
+	// when nobody tells it better.
+	FirstFree
+)
+
+// deviceKey is a device's place in the intra-node hierarchy, widest first.
+func deviceKey(d *cluster.Device, level int) int {
+	switch level {
+	case 0:
+		return d.NVLink
+	case 1:
+		return d.Socket
+	case 2:
+		return d.NUMA
+	default:
+		return d.PCIeSwitch
+	}
+}
+
+const deviceLevels = 4
+
+// pickWhole chooses k wholly free GPUs of an accepted model on node n, or nil.
+// All GPUs of one pod share a model.
+func pickWhole(s *cluster.State, n int, k int, mask cluster.ModelMask, order DeviceOrder) []int {
+	node := s.Node(n)
+	free := s.GPUFree(n)
+	var best []int
+	bestCost := [deviceLevels]int{}
+	for m := range s.Models() {
+		if !mask.Has(m) {
+			continue
+		}
+		var cand []int
+		for i := range node.Devices {
+			if free[i] == 1000 && s.DeviceModel(n, i) == m {
+				cand = append(cand, i)
+			}
+		}
+		if len(cand) < k {
+			continue
+		}
+		var got []int
+		if order == FirstFree {
+			got = append([]int(nil), cand[:k]...)
+		} else {
+			got = pickNested(node, cand, 0, k, nil)
+		}
+		cost := spans(node, got)
+		if best == nil || lessCost(cost, bestCost) {
+			best, bestCost = got, cost
+		}
+	}
+	return best
+}
+
+// pickNested picks k of the devices cand (sorted by index) level by level.
+func pickNested(node *cluster.Node, cand []int, level, k int, out []int) []int {
+	if k == 0 {
+		return out
+	}
+	if level == deviceLevels {
+		return append(out, cand[:k]...)
+	}
+	groups := groupBy(node, cand, level)
+	// One group holds them all: take the fullest one that does (best fit).
+	bestG := -1
+	for i, g := range groups {
+		if len(g) >= k && (bestG < 0 || len(g) < len(groups[bestG])) {
+			bestG = i
+		}
+	}
+	if bestG >= 0 {
+		return pickNested(node, groups[bestG], level+1, k, out)
+	}
+	// Otherwise span as few groups as possible: whole groups, largest first,
+	// then the best-fitting group for the rest.
+	sort.SliceStable(groups, func(i, j int) bool { return len(groups[i]) > len(groups[j]) })
+	rest := k
+	for i, g := range groups {
+		if rest == 0 {
+			break
+		}
+		// Would one of the remaining groups hold the rest on its own?
+		fit := -1
+		for j := i; j < len(groups); j++ {
+			if len(groups[j]) >= rest && (fit < 0 || len(groups[j]) < len(groups[fit])) {
+				fit = j
+			}
+		}
+		if fit >= 0 {
+			return pickNested(node, groups[fit], level+1, rest, out)
+		}
+		out = append(out, g...)
+		rest -= len(g)
+	}
+	return out
+}
+
+func groupBy(node *cluster.Node, cand []int, level int) [][]int {
+	var keys []int
+	byKey := map[int][]int{}
+	for _, i := range cand {
+		k := deviceKey(&node.Devices[i], level)
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], i)
+	}
+	sort.Ints(keys)
+	groups := make([][]int, len(keys))
+	for i, k := range keys {
+		groups[i] = byKey[k]
+	}
+	return groups
+}
+
+// spans counts the distinct groups a device set touches at each level.
+func spans(node *cluster.Node, devs []int) [deviceLevels]int {
+	var out [deviceLevels]int
+	for lv := 0; lv < deviceLevels; lv++ {
+		seen := map[int]bool{}
+		for _, i := range devs {
+			seen[deviceKey(&node.Devices[i], lv)] = true
+		}
+		out[lv] = len(seen)
+	}
+	return out
+}
+
+func lessCost(a, b [deviceLevels]int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// Spans reports, for a device set of a node, how many NVLink groups, sockets,
+// NUMA nodes and PCIe switches it touches. Metrics use it.
+func Spans(node *cluster.Node, devs []int) (nvlink, socket, numa, pcie int) {
+	s := spans(node, devs)
+	return s[0], s[1], s[2], s[3]
+}
+
+// NICs returns the NICs on the PCIe switches of the chosen devices, in order.
+func NICs(node *cluster.Node, devs []int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, i := range devs {
+		nic := node.Devices[i].NIC
+		if nic != "" && !seen[nic] {
+			seen[nic] = true
+			out = append(out, nic)
+		}
+	}
+	return out
+}

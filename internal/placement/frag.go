@@ -1,0 +1,246 @@
+package placement
+
+import (
+	"sort"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// MixEntry is one pod shape of the expected workload and its share of arrivals.
+type MixEntry struct {
+	Request workload.Request
+	Weight  float64
+}
+
+// Mix is the workload corral expects: the shapes of pods it has seen, with
+// their frequencies. Fragmentation is measured against it.
+type Mix []MixEntry
+
+// MixCounter learns a Mix from the requests seen so far. Drivers own it and
+// pass its Mix in each snapshot, so the engine stays a pure function.
+type MixCounter struct {
+	counts map[mixKey]float64
+	order  []mixKey
+	total  float64
+}
+
+type mixKey struct {
+	cpu, mem int64
+	gpus     int
+	milli    int
+	models   string
+}
+
+// Observe counts one pod of the given request.
+func (c *MixCounter) Observe(r workload.Request, pods int) {
+	if c.counts == nil {
+		c.counts = map[mixKey]float64{}
+	}
+	k := mixKey{cpu: r.CPUMilli, mem: r.MemMiB, gpus: r.GPUs, milli: r.GPUMilli}
+	for i, m := range r.Models {
+		if i > 0 {
+			k.models += "|"
+		}
+		k.models += m
+	}
+	if _, ok := c.counts[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.counts[k] += float64(pods)
+	c.total += float64(pods)
+}
+
+// Mix returns the learned shapes, most frequent first, keeping at most max
+// shapes (the rest renormalised away); max <= 0 keeps all.
+func (c *MixCounter) Mix(max int) Mix {
+	if c.total == 0 {
+		return nil
+	}
+	keys := append([]mixKey(nil), c.order...)
+	sort.SliceStable(keys, func(i, j int) bool { return c.counts[keys[i]] > c.counts[keys[j]] })
+	if max > 0 && len(keys) > max {
+		keys = keys[:max]
+	}
+	var kept float64
+	for _, k := range keys {
+		kept += c.counts[k]
+	}
+	out := make(Mix, len(keys))
+	for i, k := range keys {
+		r := workload.Request{CPUMilli: k.cpu, MemMiB: k.mem, GPUs: k.gpus, GPUMilli: k.milli}
+		if k.models != "" {
+			r.Models = splitModels(k.models)
+		}
+		out[i] = MixEntry{Request: r, Weight: c.counts[k] / kept}
+	}
+	return out
+}
+
+func splitModels(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '|' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// FragScorer places pods where they add the least expected fragmentation
+// (the fragmentation gradient of Weng et al., ATC'23): a node's fragmentation
+// for a pod shape is the free GPU-milli that shape could not use there, and
+// its expected fragmentation weighs that by the shape's share of the mix.
+type FragScorer struct {
+	mix   []fragShape
+	memo  map[nodeShape]float64
+	probe []int32
+}
+
+type fragShape struct {
+	cpu, mem int64
+	count    int   // GPUs a pod of the shape needs
+	per      int32 // milli it needs on each of them (0: CPU-only)
+	mask     cluster.ModelMask
+	weight   float64
+}
+
+// nodeShape is everything fragmentation depends on, so equal nodes share one
+// computation.
+type nodeShape struct {
+	cpu, mem int64
+	models   cluster.ModelMask
+	free     [16]int32 // sorted descending
+	n        int8
+}
+
+// NewFragScorer prepares a fragmentation scorer for one cycle on s.
+func NewFragScorer(s *cluster.State, mix Mix) *FragScorer {
+	f := &FragScorer{memo: map[nodeShape]float64{}}
+	for _, e := range mix {
+		mask, unknown := s.Mask(e.Request.Models)
+		if len(unknown) == len(e.Request.Models) && len(unknown) > 0 {
+			mask = 0
+		}
+		f.mix = append(f.mix, fragShape{
+			cpu: e.Request.CPUMilli, mem: e.Request.MemMiB,
+			count: e.Request.DeviceCount(), per: int32(e.Request.PerGPUMilli()),
+			mask: mask, weight: e.Weight,
+		})
+		if e.Request.GPUMilliTotal() == 0 {
+			f.mix[len(f.mix)-1].count, f.mix[len(f.mix)-1].per = 0, 0
+		}
+	}
+	return f
+}
+
+func (*FragScorer) Name() string { return "fragmentation" }
+
+// Score is minus the growth of node n's expected fragmentation when r lands
+// there; best fit breaks ties so that fuller nodes fill first.
+func (f *FragScorer) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
+	free := s.GPUFree(n)
+	if cap(f.probe) < len(free) {
+		f.probe = make([]int32, len(free))
+	}
+	probe := f.probe[:len(free)]
+	before := f.nodeFrag(s, n, s.FreeCPU(n), s.FreeMem(n), free)
+	cpu, mem := s.FreeCPU(n)-r.CPUMilli, s.FreeMem(n)-r.MemMiB
+	var remaining int64
+	for _, x := range free {
+		remaining += int64(x)
+	}
+	remaining -= r.GPUMilliTotal()
+	// Best fit on what the node keeps free, as a small tie-breaker.
+	tie := -float64(remaining) * 1e-6
+	switch {
+	case r.Fractional():
+		best, gpu := 0.0, -1
+		fractionalGPUs(s, n, r, func(k int, fk int32) {
+			copy(probe, free)
+			probe[k] -= int32(r.GPUMilli)
+			d := f.nodeFrag(s, n, cpu, mem, probe) - before
+			// Among equal gradients prefer the fuller GPU.
+			d += float64(fk) * 1e-9
+			if gpu < 0 || d < best {
+				best, gpu = d, k
+			}
+		})
+		return -best + tie, gpu
+	case r.GPUs > 0:
+		copy(probe, free)
+		taken := 0
+		for k := range probe {
+			if taken < r.GPUs && probe[k] == 1000 && r.Mask.Has(s.DeviceModel(n, k)) {
+				probe[k] = 0
+				taken++
+			}
+		}
+		return -(f.nodeFrag(s, n, cpu, mem, probe) - before) + tie, -1
+	default:
+		return -(f.nodeFrag(s, n, cpu, mem, free) - before) + tie, -1
+	}
+}
+
+// NodeFrag is node n's expected fragmentation in GPU-milli as it stands.
+func (f *FragScorer) NodeFrag(s *cluster.State, n int) float64 {
+	return f.nodeFrag(s, n, s.FreeCPU(n), s.FreeMem(n), s.GPUFree(n))
+}
+
+func (f *FragScorer) nodeFrag(s *cluster.State, n int, cpu, mem int64, free []int32) float64 {
+	var key nodeShape
+	memo := len(free) <= len(key.free) && s.NodeModels(n).Count() <= 1
+	if memo {
+		key = nodeShape{cpu: cpu, mem: mem, models: s.NodeModels(n), n: int8(len(free))}
+		copy(key.free[:], free)
+		sortDesc(key.free[:len(free)])
+		if v, ok := f.memo[key]; ok {
+			return v
+		}
+	}
+	var total int64
+	for _, x := range free {
+		total += int64(x)
+	}
+	var frag float64
+	if total > 0 {
+		for i := range f.mix {
+			frag += f.mix[i].weight * float64(f.shapeFrag(s, n, cpu, mem, free, total, &f.mix[i]))
+		}
+	}
+	if memo {
+		f.memo[key] = frag
+	}
+	return frag
+}
+
+// shapeFrag is the free GPU-milli of the node that a pod of shape m cannot use.
+func (f *FragScorer) shapeFrag(s *cluster.State, n int, cpu, mem int64, free []int32, total int64, m *fragShape) int64 {
+	if m.count == 0 || m.cpu > cpu || m.mem > mem {
+		// A CPU-only pod uses no GPU; a pod that cannot land strands them all.
+		return total
+	}
+	fits := 0
+	var unusable int64
+	for k, x := range free {
+		if x >= m.per && m.mask.Has(s.DeviceModel(n, k)) {
+			fits++
+		} else {
+			unusable += int64(x)
+		}
+	}
+	if fits < m.count {
+		return total
+	}
+	return unusable
+}
+
+func sortDesc(a []int32) {
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j] > a[j-1]; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}

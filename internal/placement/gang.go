@@ -1,0 +1,451 @@
+// Package placement decides where pods go: a whole gang into the tightest
+// topology domain that holds it, nodes inside that domain, and GPUs inside
+// each node by interconnect distance. It works on a cluster.State that the
+// caller treats as the cycle's running view.
+package placement
+
+import (
+	"sort"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Assignment is one pod placed on one node with its devices.
+type Assignment struct {
+	Pod   workload.PodRef
+	Node  int
+	Alloc cluster.Alloc
+}
+
+// Placer places pods on a State it mutates; every placement it makes is
+// recorded so that a failed gang can be rolled back exactly.
+type Placer struct {
+	s       *cluster.State
+	scorer  Scorer
+	devices DeviceOrder
+	log     []Assignment
+}
+
+// NewPlacer returns a Placer over the running view s.
+func NewPlacer(s *cluster.State, scorer Scorer, devices DeviceOrder) *Placer {
+	return &Placer{s: s, scorer: scorer, devices: devices}
+}
+
+// State is the running view the placer mutates.
+func (p *Placer) State() *cluster.State { return p.s }
+
+// mark and rollback undo placements back to a point.
+func (p *Placer) mark() int { return len(p.log) }
+
+func (p *Placer) rollback(m int) {
+	for i := len(p.log) - 1; i >= m; i-- {
+		a := p.log[i]
+		p.s.Release(a.Node, a.Alloc)
+	}
+	p.log = p.log[:m]
+}
+
+// Commit forgets the rollback log: what was placed stays placed.
+func (p *Placer) Commit() { p.log = p.log[:0] }
+
+// canHost is the exact per-node feasibility check for one pod.
+func canHost(s *cluster.State, n int, r *PodReq) bool {
+	if !s.Schedulable(n) || s.FreeCPU(n) < r.CPUMilli || s.FreeMem(n) < r.MemMiB {
+		return false
+	}
+	if r.GPUMilliTotal() == 0 {
+		return true
+	}
+	need, per := r.DeviceCount(), int32(r.PerGPUMilli())
+	for k, f := range s.GPUFree(n) {
+		if f >= per && r.Mask.Has(s.DeviceModel(n, k)) {
+			need--
+			if need == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// allocOn places r on node n, choosing devices; gpu is the scorer's choice for
+// a fractional pod.
+func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
+	a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
+	switch {
+	case r.Fractional():
+		if gpu < 0 {
+			_, gpu = p.scorer.Score(p.s, n, r)
+		}
+		if gpu < 0 {
+			return false
+		}
+		a.Devices = []cluster.DeviceShare{{Device: gpu, Milli: int32(r.GPUMilli)}}
+	case r.GPUs > 0:
+		devs := pickWhole(p.s, n, r.GPUs, r.Mask, p.devices)
+		if devs == nil {
+			return false
+		}
+		for _, d := range devs {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: 1000})
+		}
+	}
+	if p.s.Allocate(n, a) != nil {
+		return false
+	}
+	p.log = append(p.log, Assignment{Pod: r.Ref, Node: n, Alloc: a})
+	return true
+}
+
+// PlacePod places a single pod on the best-scoring node of the domain (the
+// whole cluster for domain 0), ignoring topology. It is the pod-by-pod path
+// the baselines use.
+func (p *Placer) PlacePod(r *PodReq, within cluster.DomainID) (Assignment, bool) {
+	n, gpu := p.bestNode(within, []PodReq{*r})
+	if n < 0 || !p.allocOn(n, r, gpu) {
+		return Assignment{}, false
+	}
+	a := p.log[len(p.log)-1]
+	return a, true
+}
+
+// bestNode finds the node of domain d where all pods fit and score best.
+// Subtrees whose aggregates cannot hold the pods are skipped.
+func (p *Placer) bestNode(d cluster.DomainID, pods []PodReq) (best int, bestGPU int) {
+	best, bestGPU = -1, -1
+	var bestScore float64
+	groups := groupPods(pods)
+	host := p.s.HostLevel()
+	var walk func(d cluster.DomainID)
+	walk = func(d cluster.DomainID) {
+		if p.bound(d, groups) < len(pods) {
+			return
+		}
+		dom := p.s.Domain(d)
+		if dom.Level < host {
+			for _, c := range dom.Children {
+				walk(c)
+			}
+			return
+		}
+		n := dom.Lo
+		score, gpu, ok := p.scoreNode(n, pods)
+		if ok && (best < 0 || score > bestScore) {
+			best, bestGPU, bestScore = n, gpu, score
+		}
+	}
+	walk(d)
+	return best, bestGPU
+}
+
+// scoreNode rates putting every pod of pods on node n. A single pod is scored
+// directly; several are placed tentatively one after another and rolled back.
+func (p *Placer) scoreNode(n int, pods []PodReq) (float64, int, bool) {
+	if len(pods) == 1 {
+		if !canHost(p.s, n, &pods[0]) {
+			return 0, -1, false
+		}
+		score, gpu := p.scorer.Score(p.s, n, &pods[0])
+		return score, gpu, true
+	}
+	m := p.mark()
+	defer p.rollback(m)
+	total := 0.0
+	for i := range pods {
+		if !canHost(p.s, n, &pods[i]) {
+			return 0, -1, false
+		}
+		score, gpu := p.scorer.Score(p.s, n, &pods[i])
+		if !p.allocOn(n, &pods[i], gpu) {
+			return 0, -1, false
+		}
+		total += score
+	}
+	return total, -1, true
+}
+
+// podGroup is a run of pods with the same request.
+type podGroup struct {
+	req   *PodReq
+	count int
+}
+
+func groupPods(pods []PodReq) []podGroup {
+	var out []podGroup
+	for i := range pods {
+		if len(out) > 0 && sameRequest(out[len(out)-1].req, &pods[i]) {
+			out[len(out)-1].count++
+			continue
+		}
+		out = append(out, podGroup{req: &pods[i], count: 1})
+	}
+	return out
+}
+
+func sameRequest(a, b *PodReq) bool {
+	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
+		a.GPUMilli == b.GPUMilli && a.Mask == b.Mask
+}
+
+// bound is an upper bound, from domain aggregates alone, on how many of the
+// pods (taken in order) domain d could hold now.
+func (p *Placer) bound(d cluster.DomainID, groups []podGroup) int {
+	return boundOn(p.s, d, groups, false)
+}
+
+func boundOn(s *cluster.State, d cluster.DomainID, groups []podGroup, capacity bool) int {
+	cpu, mem := s.DomainFreeCPU(d), s.DomainFreeMem(d)
+	total := 0
+	for _, g := range groups {
+		fit := g.count
+		r := g.req
+		switch {
+		case r.Fractional():
+			if !capacity {
+				if m := int(s.DomainFreeMilli(d, r.Mask) / int64(r.GPUMilli)); m < fit {
+					fit = m
+				}
+			} else if s.DomainCapacityGPUs(d, r.Mask) == 0 {
+				fit = 0
+			}
+		case r.GPUs > 0:
+			var m int
+			if capacity {
+				m = s.CapacityFitCount(d, r.Mask, r.GPUs)
+			} else {
+				m = s.FitCount(d, r.Mask, r.GPUs)
+			}
+			if m < fit {
+				fit = m
+			}
+		}
+		if !capacity {
+			if r.CPUMilli > 0 {
+				if m := int(cpu / r.CPUMilli); m < fit {
+					fit = m
+				}
+				cpu -= int64(fit) * r.CPUMilli
+			}
+			if r.MemMiB > 0 {
+				if m := int(mem / r.MemMiB); m < fit {
+					fit = m
+				}
+				mem -= int64(fit) * r.MemMiB
+			}
+		}
+		total += fit
+		if fit < g.count {
+			// Later groups come after this one in the order pods are placed.
+			break
+		}
+	}
+	return total
+}
+
+// freeFor is how many GPUs (milli/1000) of the pods' models domain d has free;
+// best fit prefers the domain left with the least.
+func freeFor(s *cluster.State, d cluster.DomainID, groups []podGroup) int64 {
+	var mask cluster.ModelMask
+	for _, g := range groups {
+		if g.req.GPUMilliTotal() > 0 {
+			mask |= g.req.Mask
+		}
+	}
+	if mask == 0 {
+		return s.DomainFreeCPU(d)
+	}
+	return s.DomainFreeMilli(d, mask)
+}
+
+// fill places pods into domain d, spanning as few of its children as possible.
+// With all set it places every pod or none; otherwise it places a prefix and
+// returns how many.
+func (p *Placer) fill(d cluster.DomainID, pods []PodReq, all bool) int {
+	m := p.mark()
+	dom := p.s.Domain(d)
+	placed := 0
+	if dom.Level == p.s.HostLevel() {
+		n := dom.Lo
+		for placed < len(pods) {
+			r := &pods[placed]
+			if !canHost(p.s, n, r) {
+				break
+			}
+			_, gpu := p.scorer.Score(p.s, n, r)
+			if !p.allocOn(n, r, gpu) {
+				break
+			}
+			placed++
+		}
+	} else {
+		used := map[cluster.DomainID]bool{}
+		for placed < len(pods) {
+			rest := pods[placed:]
+			groups := groupPods(rest)
+			if p.placeWhole(dom.Children, used, rest, groups) {
+				placed = len(pods)
+				break
+			}
+			// No single child holds the rest: fill the roomiest child.
+			var pick cluster.DomainID = -1
+			pickBound := 0
+			for _, c := range dom.Children {
+				if used[c] {
+					continue
+				}
+				if b := p.bound(c, groups); b > pickBound {
+					pick, pickBound = c, b
+				}
+			}
+			if pick < 0 {
+				break
+			}
+			used[pick] = true
+			k := p.fill(pick, rest, false)
+			placed += k
+		}
+	}
+	if all && placed < len(pods) {
+		p.rollback(m)
+		return 0
+	}
+	return placed
+}
+
+// placeWhole tries to put all pods into one unused child: at the host level
+// the best-scoring node, above it the best-fitting domain.
+func (p *Placer) placeWhole(children []cluster.DomainID, used map[cluster.DomainID]bool, pods []PodReq, groups []podGroup) bool {
+	if len(children) == 0 {
+		return false
+	}
+	if p.s.Domain(children[0]).Level == p.s.HostLevel() {
+		best, bestGPU := -1, -1
+		var bestScore float64
+		for _, c := range children {
+			if used[c] || p.bound(c, groups) < len(pods) {
+				continue
+			}
+			n := p.s.Domain(c).Lo
+			score, gpu, ok := p.scoreNode(n, pods)
+			if ok && (best < 0 || score > bestScore) {
+				best, bestGPU, bestScore = n, gpu, score
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		m := p.mark()
+		for i := range pods {
+			gpu := -1
+			if i == 0 {
+				gpu = bestGPU
+			}
+			if !p.allocOn(best, &pods[i], gpu) {
+				p.rollback(m)
+				return false
+			}
+		}
+		used[p.s.NodeDomain(best, p.s.HostLevel())] = true
+		return true
+	}
+	cands := p.rankDomains(children, used, pods, groups)
+	for _, c := range cands {
+		if p.fill(c, pods, true) == len(pods) {
+			used[c] = true
+			return true
+		}
+	}
+	return false
+}
+
+// rankDomains returns the domains whose aggregates could hold all pods, best
+// fit first (least free capacity left), ties by topology order.
+func (p *Placer) rankDomains(ds []cluster.DomainID, used map[cluster.DomainID]bool, pods []PodReq, groups []podGroup) []cluster.DomainID {
+	type cand struct {
+		d    cluster.DomainID
+		free int64
+	}
+	var cs []cand
+	for _, d := range ds {
+		if used[d] || p.bound(d, groups) < len(pods) {
+			continue
+		}
+		cs = append(cs, cand{d, freeFor(p.s, d, groups)})
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].free != cs[j].free {
+			return cs[i].free < cs[j].free
+		}
+		return cs[i].d < cs[j].d
+	})
+	out := make([]cluster.DomainID, len(cs))
+	for i, c := range cs {
+		out[i] = c.d
+	}
+	return out
+}
+
+// Gang asks for all pods of a job to be placed together.
+type Gang struct {
+	Pods      []PodReq
+	Required  int // level index every pod must share a domain of; -1 none
+	Preferred int // level index tried first; -1 none
+}
+
+// Result is where a gang went, or why not.
+type Result struct {
+	Assignments []Assignment
+	Level       int // the level of the single domain holding the gang
+	Domain      cluster.DomainID
+	Failure     *Failure
+}
+
+// PlaceGang places every pod of g or none. It looks for the lowest level
+// with a domain that holds the whole gang, from the host up to the required
+// level (or the cluster), and within that domain spans as few child domains
+// as it can.
+func (p *Placer) PlaceGang(g Gang) Result {
+	host := p.s.HostLevel()
+	top := 0
+	if g.Required >= 0 {
+		top = g.Required
+	}
+	pods := g.Pods
+	groups := groupPods(pods)
+	m := p.mark()
+	for lv := host; lv >= top; lv-- {
+		if lv == host {
+			n, gpu := p.bestNode(0, pods)
+			if n < 0 {
+				continue
+			}
+			ok := true
+			for i := range pods {
+				gg := -1
+				if i == 0 {
+					gg = gpu
+				}
+				if !p.allocOn(n, &pods[i], gg) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return Result{Assignments: p.taken(m), Level: host, Domain: p.s.NodeDomain(n, host)}
+			}
+			p.rollback(m)
+			continue
+		}
+		for _, d := range p.rankDomains(p.s.DomainsAt(lv), nil, pods, groups) {
+			if p.fill(d, pods, true) == len(pods) {
+				return Result{Assignments: p.taken(m), Level: lv, Domain: d}
+			}
+		}
+	}
+	return Result{Failure: explain(p.s, g, groups, top)}
+}
+
+func (p *Placer) taken(m int) []Assignment {
+	return append([]Assignment(nil), p.log[m:]...)
+}

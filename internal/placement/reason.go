@@ -1,0 +1,160 @@
+package placement
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/cluster"
+)
+
+// Verdict separates "not now" from "never".
+type Verdict uint8
+
+const (
+	// WaitFree: the job fits once running work ends or is preempted.
+	WaitFree Verdict = iota + 1
+	// NeverFits: no domain could hold the job even on an empty cluster, so
+	// waiting or preempting would only lose work.
+	NeverFits
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case WaitFree:
+		return "WaitFree"
+	case NeverFits:
+		return "NeverFits"
+	}
+	return "Unknown"
+}
+
+// Failure says why a gang could not be placed, as data and as one line.
+type Failure struct {
+	Verdict Verdict
+	Level   string // the topology level the search could not satisfy
+	// Best is the domain at Level that came closest, and BestFits how many of
+	// the gang's pods its free capacity could hold.
+	Best     string
+	BestFits int
+	Message  string
+}
+
+func (f *Failure) Error() string { return f.Message }
+
+// explain builds the Failure for a gang that no domain at or below level top
+// could hold, from aggregates only.
+func explain(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
+	need := len(g.Pods)
+	shape := describe(groups)
+	levelName := s.Levels()[top]
+	// Never: even the empty cluster has no domain at the top level holding it.
+	bestCap, bestCapName := -1, ""
+	for _, d := range s.DomainsAt(top) {
+		if c := boundOn(s, d, groups, true); c > bestCap {
+			bestCap, bestCapName = c, s.Domain(d).Name
+		}
+	}
+	for _, g := range groups {
+		if !everFits(s, g.req) {
+			return &Failure{Verdict: NeverFits, Level: cluster.LevelHost,
+				Message: fmt.Sprintf("no node could ever hold one pod of %s: %s", g.req.Request.String(), largestNodeText(s, g.req))}
+		}
+	}
+	if bestCap < need {
+		where := "the cluster"
+		if top > 0 {
+			where = fmt.Sprintf("any %s", levelName)
+		}
+		return &Failure{Verdict: NeverFits, Level: levelName, Best: bestCapName, BestFits: max(bestCap, 0),
+			Message: fmt.Sprintf("%s could never hold %s: the largest %s (%s) holds %d of %d pods when empty",
+				where, shape, levelName, bestCapName, max(bestCap, 0), need)}
+	}
+	bestNow, bestName := -1, ""
+	var bestFree int64
+	for _, d := range s.DomainsAt(top) {
+		b := boundOn(s, d, groups, false)
+		if b > bestNow {
+			bestNow, bestName, bestFree = b, s.Domain(d).Name, freeFor(s, d, groups)
+		}
+	}
+	msg := fmt.Sprintf("no %s has room for %s now; best %s %s fits %d of %d pods (%s free)",
+		levelName, shape, levelName, bestName, max(bestNow, 0), need, freeText(bestFree, groups))
+	if top == 0 {
+		msg = fmt.Sprintf("the cluster has no room for %s now (fits %d of %d pods, %s free)",
+			shape, max(bestNow, 0), need, freeText(bestFree, groups))
+	}
+	return &Failure{Verdict: WaitFree, Level: levelName, Best: bestName, BestFits: max(bestNow, 0), Message: msg}
+}
+
+func describe(groups []podGroup) string {
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, fmt.Sprintf("%d×[%s]", g.count, g.req.Request.String()))
+	}
+	return strings.Join(parts, " + ")
+}
+
+func freeText(free int64, groups []podGroup) string {
+	for _, g := range groups {
+		if g.req.GPUMilliTotal() > 0 {
+			if free%1000 == 0 {
+				return fmt.Sprintf("%d GPUs", free/1000)
+			}
+			return fmt.Sprintf("%.1f GPUs", float64(free)/1000)
+		}
+	}
+	return fmt.Sprintf("%dm CPU", free)
+}
+
+// everFits reports whether some schedulable node, empty, could hold one pod.
+func everFits(s *cluster.State, r *PodReq) bool {
+	for n := 0; n < s.NumNodes(); n++ {
+		node := s.Node(n)
+		if !s.Schedulable(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB {
+			continue
+		}
+		if r.GPUMilliTotal() == 0 {
+			return true
+		}
+		c := 0
+		for k := range node.Devices {
+			if r.Mask.Has(s.DeviceModel(n, k)) && s.DeviceHealthy(n, k) {
+				c++
+			}
+		}
+		if c >= r.DeviceCount() {
+			return true
+		}
+	}
+	return false
+}
+
+func largestNodeText(s *cluster.State, r *PodReq) string {
+	maxGPU, maxCPU, maxMem := 0, int64(0), int64(0)
+	for n := 0; n < s.NumNodes(); n++ {
+		node := s.Node(n)
+		c := 0
+		for k := range node.Devices {
+			if r.Mask.Has(s.DeviceModel(n, k)) && s.DeviceHealthy(n, k) {
+				c++
+			}
+		}
+		maxGPU = max(maxGPU, c)
+		maxCPU = max(maxCPU, node.CPUMilli)
+		maxMem = max(maxMem, node.MemMiB)
+	}
+	if r.GPUMilliTotal() > 0 && maxGPU < r.DeviceCount() {
+		models := "accepted"
+		if len(r.Models) > 0 {
+			models = strings.Join(r.Models, "|")
+		}
+		return fmt.Sprintf("the largest node has %d %s GPUs", maxGPU, models)
+	}
+	if r.CPUMilli > maxCPU {
+		return fmt.Sprintf("the largest node has %dm CPU", maxCPU)
+	}
+	if r.MemMiB > maxMem {
+		return fmt.Sprintf("the largest node has %d MiB memory", maxMem)
+	}
+	return "no node combines the CPU, memory and GPUs it asks for"
+}

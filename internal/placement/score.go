@@ -1,0 +1,128 @@
+package placement
+
+import (
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// PodReq is a pod's request resolved against one cluster.
+type PodReq struct {
+	workload.Request
+	Mask cluster.ModelMask
+	Ref  workload.PodRef
+}
+
+// Resolve turns a request into a PodReq for State s.
+func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq, []string) {
+	mask, unknown := s.Mask(r.Models)
+	if r.GPUMilliTotal() == 0 {
+		mask = cluster.AllModels
+	}
+	return PodReq{Request: r, Mask: mask, Ref: ref}, unknown
+}
+
+// Scorer rates putting one pod on one node; higher is better. For a pod that
+// takes a fraction of a GPU it also says which GPU (index into the node's
+// devices); for whole-GPU pods it returns -1 and devices are picked later.
+// Score is only called for nodes that can host the pod.
+type Scorer interface {
+	Name() string
+	Score(s *cluster.State, n int, r *PodReq) (score float64, gpu int)
+}
+
+var (
+	_ Scorer = leastAllocated{}
+	_ Scorer = mostAllocated{}
+	_ Scorer = (*FragScorer)(nil)
+)
+
+// fractionalGPUs lists the GPUs of node n that can take r's fraction.
+func fractionalGPUs(s *cluster.State, n int, r *PodReq, fn func(k int, free int32)) {
+	free := s.GPUFree(n)
+	for k, f := range free {
+		if f >= int32(r.GPUMilli) && r.Mask.Has(s.DeviceModel(n, k)) {
+			fn(k, f)
+		}
+	}
+}
+
+// utilisation after placing r on n: mean of the used shares of CPU, memory and
+// (on GPU nodes) GPU.
+func usedShare(s *cluster.State, n int, r *PodReq) float64 {
+	node := s.Node(n)
+	parts, sum := 0.0, 0.0
+	if node.CPUMilli > 0 {
+		sum += 1 - float64(s.FreeCPU(n)-r.CPUMilli)/float64(node.CPUMilli)
+		parts++
+	}
+	if node.MemMiB > 0 {
+		sum += 1 - float64(s.FreeMem(n)-r.MemMiB)/float64(node.MemMiB)
+		parts++
+	}
+	if len(node.Devices) > 0 {
+		var free int64
+		for _, f := range s.GPUFree(n) {
+			free += int64(f)
+		}
+		sum += 1 - float64(free-r.GPUMilliTotal())/float64(1000*len(node.Devices))
+		parts++
+	}
+	if parts == 0 {
+		return 0
+	}
+	return sum / parts
+}
+
+// leastAllocated spreads pods like kube-scheduler's default scoring: the node
+// left least used wins; a fractional pod takes the emptiest GPU.
+type leastAllocated struct{}
+
+func (leastAllocated) Name() string { return "least-allocated" }
+
+func (leastAllocated) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
+	gpu := -1
+	if r.Fractional() {
+		var most int32 = -1
+		fractionalGPUs(s, n, r, func(k int, f int32) {
+			if f > most {
+				most, gpu = f, k
+			}
+		})
+	}
+	return -usedShare(s, n, r), gpu
+}
+
+// mostAllocated is best fit: the node left most used wins, GPUs weighing most;
+// a fractional pod takes the fullest GPU that still fits.
+type mostAllocated struct{}
+
+func (mostAllocated) Name() string { return "most-allocated" }
+
+func (mostAllocated) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
+	gpu := -1
+	if r.Fractional() {
+		var least int32 = 1 << 30
+		fractionalGPUs(s, n, r, func(k int, f int32) {
+			if f < least {
+				least, gpu = f, k
+			}
+		})
+	}
+	node := s.Node(n)
+	// Remaining GPU dominates; CPU breaks ties between equally full GPU nodes.
+	var freeGPU int64
+	for _, f := range s.GPUFree(n) {
+		freeGPU += int64(f)
+	}
+	score := -float64(freeGPU-r.GPUMilliTotal()) * 1000
+	if node.CPUMilli > 0 {
+		score -= float64(s.FreeCPU(n)-r.CPUMilli) / float64(node.CPUMilli)
+	}
+	return score, gpu
+}
+
+// LeastAllocated returns the spreading scorer.
+func LeastAllocated() Scorer { return leastAllocated{} }
+
+// MostAllocated returns the best-fit scorer.
+func MostAllocated() Scorer { return mostAllocated{} }

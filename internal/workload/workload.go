@@ -1,0 +1,211 @@
+// Package workload describes what users ask the scheduler for: jobs made of pod
+// sets, gang minimums, per-pod requests, topology constraints and the timing data
+// (expected runtime, checkpoints) that later decisions use.
+package workload
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MilliPerGPU is one whole GPU in GPU-milli, the unit fractional requests use.
+const MilliPerGPU = 1000
+
+// JobID names a job uniquely within a snapshot (e.g. "ns/name" or a trace row).
+type JobID string
+
+// Request is what one pod of a pod set needs.
+type Request struct {
+	CPUMilli int64 // CPU in milli-cores
+	MemMiB   int64 // memory in MiB
+	// GPUs is the number of whole GPUs. When GPUMilli is set (1..999) GPUs must
+	// be 1: the pod takes that fraction of a single GPU.
+	GPUs     int
+	GPUMilli int
+	// Models lists the GPU models the pod accepts; empty accepts any.
+	Models []string
+}
+
+// Fractional reports whether the request is a share of one GPU.
+func (r Request) Fractional() bool { return r.GPUMilli > 0 && r.GPUMilli < MilliPerGPU }
+
+// GPUMilliTotal is the GPU-milli the pod occupies.
+func (r Request) GPUMilliTotal() int64 {
+	if r.Fractional() {
+		return int64(r.GPUMilli)
+	}
+	return int64(r.GPUs) * MilliPerGPU
+}
+
+// PerGPUMilli is the milli taken from each GPU the pod uses.
+func (r Request) PerGPUMilli() int {
+	if r.Fractional() {
+		return r.GPUMilli
+	}
+	return MilliPerGPU
+}
+
+// DeviceCount is the number of GPU devices the pod touches.
+func (r Request) DeviceCount() int {
+	if r.Fractional() {
+		return 1
+	}
+	return r.GPUs
+}
+
+// AcceptsModel reports whether a GPU of the given model may serve the request.
+func (r Request) AcceptsModel(model string) bool {
+	if len(r.Models) == 0 {
+		return true
+	}
+	for _, m := range r.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate reports a request no scheduler could honour, independent of any cluster.
+func (r Request) Validate() error {
+	switch {
+	case r.CPUMilli < 0:
+		return fmt.Errorf("negative CPU request %dm", r.CPUMilli)
+	case r.MemMiB < 0:
+		return fmt.Errorf("negative memory request %dMiB", r.MemMiB)
+	case r.GPUs < 0:
+		return fmt.Errorf("negative GPU count %d", r.GPUs)
+	case r.GPUMilli < 0:
+		return fmt.Errorf("negative GPU fraction %dm", r.GPUMilli)
+	case r.GPUMilli > MilliPerGPU:
+		return fmt.Errorf("GPU fraction %dm is above one GPU (1000m)", r.GPUMilli)
+	case r.Fractional() && r.GPUs != 1:
+		return fmt.Errorf("a GPU fraction (%dm) applies to exactly one GPU, not %d", r.GPUMilli, r.GPUs)
+	}
+	return nil
+}
+
+// String renders a compact shape such as "4xGPU(H100) 8cpu 64Gi".
+func (r Request) String() string {
+	var b strings.Builder
+	switch {
+	case r.Fractional():
+		fmt.Fprintf(&b, "%dm GPU", r.GPUMilli)
+	case r.GPUs > 0:
+		fmt.Fprintf(&b, "%d GPU", r.GPUs)
+	default:
+		b.WriteString("0 GPU")
+	}
+	if len(r.Models) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(r.Models, "|"))
+	}
+	fmt.Fprintf(&b, ", %dm CPU, %d MiB", r.CPUMilli, r.MemMiB)
+	return b.String()
+}
+
+// PodSet is a group of identical pods inside a job, e.g. the workers.
+type PodSet struct {
+	Name    string
+	Count   int
+	Request Request
+}
+
+// Topology constrains where a job's pods may land. Levels name the admin's
+// topology levels (e.g. "rack", "block"); empty means no constraint.
+type Topology struct {
+	// Required: every pod must be inside one domain of this level.
+	Required string
+	// Preferred: try one domain of this level first, climb only if none fits.
+	Preferred string
+}
+
+// Job is the unit corral schedules: its pod sets are placed together.
+type Job struct {
+	ID       JobID
+	Queue    string
+	Priority int32
+	Submit   time.Time
+	PodSets  []PodSet
+	// MinMembers is the gang minimum: the job starts only when at least this
+	// many pods are placed at once. Zero means every pod (a strict gang).
+	MinMembers int
+	Topology   Topology
+
+	// Timing data carried for backfill, preemption and remediation.
+	ExpectedRuntime    time.Duration // user estimate; zero if unknown
+	CheckpointInterval time.Duration // zero if the job never checkpoints
+	Preemptible        bool
+
+	// Source says where the job came from (e.g. "trace.csv:17"), for messages.
+	Source string
+}
+
+// Pods is the total number of pods in the job.
+func (j *Job) Pods() int {
+	n := 0
+	for _, ps := range j.PodSets {
+		n += ps.Count
+	}
+	return n
+}
+
+// GangMin is the number of pods that must start together.
+func (j *Job) GangMin() int {
+	if j.MinMembers <= 0 || j.MinMembers > j.Pods() {
+		return j.Pods()
+	}
+	return j.MinMembers
+}
+
+// GPUMilli is the GPU-milli of the whole job.
+func (j *Job) GPUMilli() int64 {
+	var t int64
+	for _, ps := range j.PodSets {
+		t += int64(ps.Count) * ps.Request.GPUMilliTotal()
+	}
+	return t
+}
+
+// GPUs is the job's GPU demand in (possibly fractional) GPUs.
+func (j *Job) GPUs() float64 { return float64(j.GPUMilli()) / MilliPerGPU }
+
+// Validate checks the job's own consistency.
+func (j *Job) Validate() error {
+	if j.ID == "" {
+		return fmt.Errorf("job has no id")
+	}
+	if len(j.PodSets) == 0 {
+		return fmt.Errorf("job %s has no pod sets", j.ID)
+	}
+	for _, ps := range j.PodSets {
+		if ps.Count <= 0 {
+			return fmt.Errorf("job %s pod set %q: count %d must be positive", j.ID, ps.Name, ps.Count)
+		}
+		if err := ps.Request.Validate(); err != nil {
+			return fmt.Errorf("job %s pod set %q: %w", j.ID, ps.Name, err)
+		}
+	}
+	if j.MinMembers < 0 {
+		return fmt.Errorf("job %s: negative gang minimum %d", j.ID, j.MinMembers)
+	}
+	return nil
+}
+
+// PodRef names one pod of a job: pod set index and ordinal inside it.
+type PodRef struct {
+	Job    JobID
+	PodSet int
+	Index  int
+}
+
+func (p PodRef) String() string { return fmt.Sprintf("%s/%d-%d", p.Job, p.PodSet, p.Index) }
+
+// EachPod calls fn for every pod of the job, in pod-set order.
+func (j *Job) EachPod(fn func(ref PodRef, r Request)) {
+	for si, ps := range j.PodSets {
+		for i := 0; i < ps.Count; i++ {
+			fn(PodRef{Job: j.ID, PodSet: si, Index: i}, ps.Request)
+		}
+	}
+}
