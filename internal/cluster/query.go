@@ -93,14 +93,63 @@ func (s *State) DeviceHealthy(n, k int) bool { return !s.unhealth[s.gpuOff[n]+k]
 // Schedulable reports whether new pods may land on node n.
 func (s *State) Schedulable(n int) bool { return !s.unsched[n] }
 
+// hostNode returns the node of a host domain, or -1 for a wider domain.
+func (s *State) hostNode(d DomainID) int {
+	if int(d) < s.firstHost {
+		return -1
+	}
+	return s.domains[d].Lo
+}
+
 // DomainFreeCPU is the free CPU of a domain's schedulable nodes.
-func (s *State) DomainFreeCPU(d DomainID) int64 { return s.aggCPU[d] }
+func (s *State) DomainFreeCPU(d DomainID) int64 {
+	if n := s.hostNode(d); n >= 0 {
+		if s.unsched[n] {
+			return 0
+		}
+		return s.freeCPU[n]
+	}
+	return s.aggCPU[d]
+}
 
 // DomainFreeMem is the free memory of a domain's schedulable nodes.
-func (s *State) DomainFreeMem(d DomainID) int64 { return s.aggMem[d] }
+func (s *State) DomainFreeMem(d DomainID) int64 {
+	if n := s.hostNode(d); n >= 0 {
+		if s.unsched[n] {
+			return 0
+		}
+		return s.freeMem[n]
+	}
+	return s.aggMem[d]
+}
+
+// nodeGPUs sums node n's devices of the models in mask: free milli, wholly
+// free devices and healthy devices.
+func (s *State) nodeGPUs(n int, mask ModelMask) (milli int64, whole, healthy int) {
+	if s.unsched[n] {
+		return 0, 0, 0
+	}
+	for k := s.gpuOff[n]; k < s.gpuOff[n+1]; k++ {
+		if !mask.Has(s.devModel[k]) {
+			continue
+		}
+		milli += int64(s.gpuFree[k])
+		if s.gpuFree[k] == 1000 {
+			whole++
+		}
+		if !s.unhealth[k] {
+			healthy++
+		}
+	}
+	return milli, whole, healthy
+}
 
 // DomainFreeMilli is the free GPU-milli of the models in mask.
 func (s *State) DomainFreeMilli(d DomainID, mask ModelMask) int64 {
+	if n := s.hostNode(d); n >= 0 {
+		m, _, _ := s.nodeGPUs(n, mask)
+		return m
+	}
 	nm := len(s.models)
 	var t int64
 	for m := 0; m < nm; m++ {
@@ -113,6 +162,10 @@ func (s *State) DomainFreeMilli(d DomainID, mask ModelMask) int64 {
 
 // DomainFreeGPUs is the number of wholly free GPUs of the models in mask.
 func (s *State) DomainFreeGPUs(d DomainID, mask ModelMask) int {
+	if n := s.hostNode(d); n >= 0 {
+		_, w, _ := s.nodeGPUs(n, mask)
+		return w
+	}
 	nm := len(s.models)
 	t := 0
 	for m := 0; m < nm; m++ {
@@ -125,6 +178,10 @@ func (s *State) DomainFreeGPUs(d DomainID, mask ModelMask) int {
 
 // DomainCapacityGPUs is the number of healthy GPUs of the models in mask.
 func (s *State) DomainCapacityGPUs(d DomainID, mask ModelMask) int {
+	if n := s.hostNode(d); n >= 0 {
+		_, _, h := s.nodeGPUs(n, mask)
+		return h
+	}
 	nm := len(s.models)
 	t := 0
 	for m := 0; m < nm; m++ {
@@ -140,12 +197,40 @@ func (s *State) DomainCapacityGPUs(d DomainID, mask ModelMask) int {
 // the number of schedulable nodes times a large factor's worth: callers size
 // CPU-only pods by CPU instead.
 func (s *State) FitCount(d DomainID, mask ModelMask, k int) int {
+	if n := s.hostNode(d); n >= 0 {
+		return s.nodeFit(n, mask, k, false)
+	}
 	return s.fitCount(s.aggHist, d, mask, k)
+}
+
+// nodeFit is FitCount for one node: pods of k GPUs of one model.
+func (s *State) nodeFit(n int, mask ModelMask, k int, capacity bool) int {
+	if k <= 0 {
+		return 1 << 30
+	}
+	if s.unsched[n] {
+		return 0
+	}
+	var per [maxModels]int
+	for i := s.gpuOff[n]; i < s.gpuOff[n+1]; i++ {
+		m := s.devModel[i]
+		if mask.Has(m) && ((capacity && !s.unhealth[i]) || (!capacity && s.gpuFree[i] == 1000)) {
+			per[m]++
+		}
+	}
+	t := 0
+	for _, c := range per {
+		t += c / k
+	}
+	return t
 }
 
 // CapacityFitCount is FitCount on an empty cluster: whether the pods could
 // ever fit.
 func (s *State) CapacityFitCount(d DomainID, mask ModelMask, k int) int {
+	if n := s.hostNode(d); n >= 0 {
+		return s.nodeFit(n, mask, k, true)
+	}
 	return s.fitCount(s.capHist, d, mask, k)
 }
 
@@ -168,13 +253,7 @@ func (s *State) fitCount(hist []int32, d DomainID, mask ModelMask, k int) int {
 }
 
 // NodeModels returns the mask of models present on node n.
-func (s *State) NodeModels(n int) ModelMask {
-	var m ModelMask
-	for k := s.gpuOff[n]; k < s.gpuOff[n+1]; k++ {
-		m |= 1 << uint(s.devModel[k])
-	}
-	return m
-}
+func (s *State) NodeModels(n int) ModelMask { return s.nodeModels[n] }
 
 // CapacityMilli is the healthy GPU-milli of the whole cluster.
 func (s *State) CapacityMilli() int64 {

@@ -70,6 +70,8 @@ type layout struct {
 	byLevel    [][]DomainID
 	chain      []DomainID // node*levels+level -> the node's domain at that level
 	gpuOff     []int      // node -> first device in the flat device arrays
+	firstHost  int        // domains from here on are hosts: no aggregates
+	nodeModels []ModelMask
 	devModel   []int      // flat device -> model index
 }
 
@@ -192,9 +194,12 @@ func New(topo Topology, nodes []Node) (*State, error) {
 	l.gpuOff = make([]int, len(l.nodes)+1)
 	for i := range l.nodes {
 		l.gpuOff[i+1] = l.gpuOff[i] + len(l.nodes[i].Devices)
+		var mask ModelMask
 		for _, d := range l.nodes[i].Devices {
 			l.devModel = append(l.devModel, l.modelIndex[d.Model])
+			mask |= 1 << uint(l.modelIndex[d.Model])
 		}
+		l.nodeModels = append(l.nodeModels, mask)
 	}
 
 	s := &State{layout: l}
@@ -203,7 +208,10 @@ func New(topo Topology, nodes []Node) (*State, error) {
 	s.gpuFree = make([]int32, len(l.devModel))
 	s.unhealth = make([]bool, len(l.devModel))
 	s.unsched = make([]bool, len(l.nodes))
-	nd, nm := len(l.domains), len(l.models)
+	// Host domains are the tail of l.domains; their figures come straight
+	// from the node, so only the domains above them carry aggregates.
+	l.firstHost = len(l.domains) - len(l.byLevel[levels-1])
+	nd, nm := l.firstHost, len(l.models)
 	s.aggCPU = make([]int64, nd)
 	s.aggMem = make([]int64, nd)
 	s.aggMilli = make([]int64, nd*nm)
@@ -240,8 +248,9 @@ func (s *State) Clone() *State {
 	c.aggMilli = append([]int64(nil), s.aggMilli...)
 	c.aggWhole = append([]int32(nil), s.aggWhole...)
 	c.aggHist = append([]int32(nil), s.aggHist...)
-	c.capWhole = append([]int32(nil), s.capWhole...)
-	c.capHist = append([]int32(nil), s.capHist...)
+	// Capacity aggregates change only with health, and recountCapacity
+	// replaces them rather than writing in place, so clones share them.
+	c.capWhole, c.capHist = s.capWhole, s.capHist
 	return c
 }
 
@@ -264,7 +273,7 @@ func (s *State) contribute(n int, sign int) {
 			whole[m]++
 		}
 	}
-	for lv := 0; lv < levels; lv++ {
+	for lv := 0; lv < levels-1; lv++ {
 		d := int(s.chain[n*levels+lv])
 		s.aggCPU[d] += int64(sign) * s.freeCPU[n]
 		s.aggMem[d] += int64(sign) * s.freeMem[n]
@@ -282,8 +291,8 @@ func (s *State) contribute(n int, sign int) {
 
 // recountCapacity rebuilds the empty-cluster aggregates from device health.
 func (s *State) recountCapacity() {
-	clear(s.capWhole)
-	clear(s.capHist)
+	s.capWhole = make([]int32, len(s.capWhole))
+	s.capHist = make([]int32, len(s.capHist))
 	levels := len(s.levelNames)
 	nm := len(s.models)
 	for n := range s.nodes {
@@ -298,7 +307,7 @@ func (s *State) recountCapacity() {
 				healthy[s.devModel[k]]++
 			}
 		}
-		for lv := 0; lv < levels; lv++ {
+		for lv := 0; lv < levels-1; lv++ {
 			d := int(s.chain[n*levels+lv])
 			for m := 0; m < nm; m++ {
 				if present[m] {

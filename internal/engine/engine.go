@@ -72,9 +72,12 @@ type Config struct {
 	Orderer Orderer // nil: PriorityFIFO
 }
 
-// Engine runs cycles. It holds configuration only: no state survives a cycle.
+// Engine runs cycles. Besides configuration it keeps only a memo of a pure
+// function (node fragmentation per mix), so a cycle's Plan depends on its
+// Snapshot alone. An Engine is used by one goroutine at a time.
 type Engine struct {
-	cfg Config
+	cfg  Config
+	frag placement.FragMemo
 }
 
 // New returns an engine for a policy.
@@ -109,7 +112,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	default:
 		devices = placement.Interconnect
 		if len(s.Mix) > 0 {
-			scorer = placement.NewFragScorer(view, s.Mix)
+			scorer = placement.NewFragScorer(view, s.Mix, &e.frag)
 		} else {
 			scorer = placement.MostAllocated()
 		}

@@ -56,9 +56,12 @@ func pickWhole(s *cluster.State, n int, k int, mask cluster.ModelMask, order Dev
 			continue
 		}
 		var got []int
-		if order == FirstFree {
+		switch {
+		case order == FirstFree:
 			got = append([]int(nil), cand[:k]...)
-		} else {
+		case combinations(len(cand), k) <= exhaustiveLimit:
+			got = pickExhaustive(node, free, cand, k)
+		default:
 			got = pickNested(node, cand, 0, k, nil)
 		}
 		cost := spans(node, got)
@@ -171,4 +174,97 @@ func NICs(node *cluster.Node, devs []int) []string {
 		}
 	}
 	return out
+}
+
+// exhaustiveLimit bounds the device sets pickExhaustive compares; an 8-GPU
+// node never needs more than 70.
+const exhaustiveLimit = 5000
+
+func combinations(n, k int) int {
+	if k < 0 || k > n {
+		return 0
+	}
+	c := 1
+	for i := 1; i <= k; i++ {
+		c = c * (n - k + i) / i
+		if c > exhaustiveLimit {
+			return c
+		}
+	}
+	return c
+}
+
+// setCost ranks a device set: fewest NVLink groups, then PCIe switches, NUMA
+// nodes and sockets spanned; then the set that leaves the fewest free GPUs
+// stranded in the switches and NUMA nodes it breaks into, so whole groups
+// stay whole for later pods.
+type setCost [6]int
+
+func costOf(node *cluster.Node, free []int32, set []int) setCost {
+	var c setCost
+	sp := spans(node, set)
+	c[0], c[1], c[2], c[3] = sp[0], sp[3], sp[2], sp[1]
+	in := make(map[int]bool, len(set))
+	for _, i := range set {
+		in[i] = true
+	}
+	pcie, numa := map[int]bool{}, map[int]bool{}
+	for _, i := range set {
+		pcie[node.Devices[i].PCIeSwitch] = true
+		numa[node.Devices[i].NUMA] = true
+	}
+	for i, d := range node.Devices {
+		if in[i] || free[i] != 1000 {
+			continue
+		}
+		if pcie[d.PCIeSwitch] {
+			c[4]++
+		}
+		if numa[d.NUMA] {
+			c[5]++
+		}
+	}
+	return c
+}
+
+// pickExhaustive compares every k-subset of cand and returns the cheapest,
+// the first in index order among equals.
+func pickExhaustive(node *cluster.Node, free []int32, cand []int, k int) []int {
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	set := make([]int, k)
+	var best []int
+	var bestCost setCost
+	for {
+		for i, j := range idx {
+			set[i] = cand[j]
+		}
+		c := costOf(node, free, set)
+		if best == nil || lessSet(c, bestCost) {
+			best, bestCost = append(best[:0], set...), c
+		}
+		// Next combination in lexicographic order.
+		i := k - 1
+		for i >= 0 && idx[i] == len(cand)-k+i {
+			i--
+		}
+		if i < 0 {
+			return best
+		}
+		idx[i]++
+		for j := i + 1; j < k; j++ {
+			idx[j] = idx[j-1] + 1
+		}
+	}
+}
+
+func lessSet(a, b setCost) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
 }

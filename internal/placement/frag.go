@@ -1,6 +1,9 @@
 package placement
 
 import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -116,9 +119,51 @@ type nodeShape struct {
 	n        int8
 }
 
-// NewFragScorer prepares a fragmentation scorer for one cycle on s.
-func NewFragScorer(s *cluster.State, mix Mix) *FragScorer {
-	f := &FragScorer{memo: map[nodeShape]float64{}}
+// FragMemo keeps node fragmentation values between cycles while the mix and
+// the cluster's model list stay the same. It only memoises a pure function:
+// results do not depend on whether it is used.
+type FragMemo struct {
+	fingerprint uint64
+	table       map[nodeShape]float64
+}
+
+// fingerprint identifies a mix on a model list.
+func fingerprint(models []string, mix Mix) uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	word := func(v uint64) {
+		binary.LittleEndian.PutUint64(buf[:], v)
+		h.Write(buf[:])
+	}
+	for _, m := range models {
+		h.Write([]byte(m))
+		h.Write([]byte{0})
+	}
+	for _, e := range mix {
+		r := e.Request
+		word(uint64(r.CPUMilli))
+		word(uint64(r.MemMiB))
+		word(uint64(r.GPUs))
+		word(uint64(r.GPUMilli))
+		for _, m := range r.Models {
+			h.Write([]byte(m))
+			h.Write([]byte{0})
+		}
+		word(math.Float64bits(e.Weight))
+	}
+	return h.Sum64()
+}
+
+// NewFragScorer prepares a fragmentation scorer for one cycle on s. memo may
+// be nil.
+func NewFragScorer(s *cluster.State, mix Mix, memo *FragMemo) *FragScorer {
+	if memo == nil {
+		memo = &FragMemo{}
+	}
+	if fp := fingerprint(s.Models(), mix); memo.table == nil || memo.fingerprint != fp || len(memo.table) > 1<<20 {
+		memo.fingerprint, memo.table = fp, map[nodeShape]float64{}
+	}
+	f := &FragScorer{memo: memo.table}
 	for _, e := range mix {
 		mask, unknown := s.Mask(e.Request.Models)
 		if len(unknown) == len(e.Request.Models) && len(unknown) > 0 {

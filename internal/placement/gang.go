@@ -119,10 +119,10 @@ func (p *Placer) bestNode(d cluster.DomainID, pods []PodReq) (best int, bestGPU 
 	host := p.s.HostLevel()
 	var walk func(d cluster.DomainID)
 	walk = func(d cluster.DomainID) {
-		if p.bound(d, groups) < len(pods) {
+		dom := p.s.Domain(d)
+		if dom.Level < host && p.bound(d, groups) < len(pods) {
 			return
 		}
-		dom := p.s.Domain(d)
 		if dom.Level < host {
 			for _, c := range dom.Children {
 				walk(c)
@@ -415,6 +415,10 @@ func (p *Placer) PlaceGang(g Gang) Result {
 	groups := groupPods(pods)
 	m := p.mark()
 	for lv := host; lv >= top; lv-- {
+		if lv < host && len(pods) == 1 {
+			// One pod is always on one node: nothing above the host can help.
+			break
+		}
 		if lv == host {
 			n, gpu := p.bestNode(0, pods)
 			if n < 0 {

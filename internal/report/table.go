@@ -1,0 +1,211 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+	"github.com/jedib0t/go-pretty/v6/text"
+
+	"github.com/corral-dev/corral/internal/metrics"
+)
+
+// grid is the comparison both Table and WriteHTML render: a caption, then
+// one or more sections of one row per policy.
+type grid struct {
+	Caption  string
+	Sections []section
+	Notes    []string // lines under the tables
+}
+
+// section is one table. Column 0 is the policy name; the others are right
+// aligned figures. A header may hold "\n" to break it over two lines.
+type section struct {
+	Title  string
+	Header []string
+	Rows   [][]string // Rows[i][0] is the policy
+}
+
+// column is one figure of a section.
+type column struct {
+	Head string
+	Cell func(runs []metrics.Result) string
+}
+
+// fgdCheckpoints are the arrived-% keys of Summary.UnallocatedAt the fgd
+// protocol reports (DESIGN.md, Benchmarks).
+var fgdCheckpoints = []string{"100", "110", "120", "130"}
+
+// buildGrid chooses the columns for the protocol and fills one row per
+// policy. fgd places pods once and never removes them, so it is judged on
+// allocation; every other protocol replays jobs over time.
+func buildGrid(c *comparison) grid {
+	g := grid{Caption: c.caption()}
+	multi := len(c.Seeds) > 1
+	if c.Protocol == "fgd" {
+		g.Sections = append(g.Sections, fill(c, "", fgdColumns()))
+		g.Notes = append(g.Notes, "unalloc @N%: unallocated GPU % when GPU requests arrived first reach N% of capacity.")
+		if multi {
+			g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
+		}
+		return g
+	}
+	g.Sections = append(g.Sections, fill(c, "Time and jobs", timeColumns()))
+	if loc := localityColumns(c); loc != nil {
+		g.Sections = append(g.Sections, fill(c, "Placement locality", loc))
+		g.Notes = append(g.Notes, "min-dom %: share of multi-node gangs in the fewest possible domains of that topology level.")
+	}
+	if multi {
+		g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
+	}
+	return g
+}
+
+func fill(c *comparison, title string, cols []column) section {
+	s := section{Title: title, Header: []string{"policy"}}
+	for _, col := range cols {
+		s.Header = append(s.Header, col.Head)
+	}
+	for _, p := range c.Policies {
+		row := []string{p.Name}
+		for _, col := range cols {
+			row = append(row, col.Cell(p.Runs))
+		}
+		s.Rows = append(s.Rows, row)
+	}
+	return s
+}
+
+func fgdColumns() []column {
+	var cols []column
+	for _, k := range fgdCheckpoints {
+		f := entry(func(s metrics.Summary) map[string]float64 { return s.UnallocatedAt }, k)
+		cols = append(cols, column{"unalloc\n@" + k + "%", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, f), 2, true)
+		}})
+	}
+	return append(cols,
+		column{"frag\n%", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.FragPct })), 2, false)
+		}},
+		column{"decision\nµs/pod", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.DecisionMeanUS })), 1, false)
+		}},
+	)
+}
+
+func timeColumns() []column {
+	dur := func(head string, f func(s metrics.Summary) float64) column {
+		return column{head, func(rs []metrics.Result) string { return duration(statOf(rs, field(f))) }}
+	}
+	num := func(head string, f func(s metrics.Summary) int) column {
+		return column{head, func(rs []metrics.Result) string {
+			return count(statOf(rs, field(func(s metrics.Summary) float64 { return float64(f(s)) })))
+		}}
+	}
+	return []column{
+		{"util\n%", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.UtilizationPct })), 1, true)
+		}},
+		dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }),
+		dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }),
+		dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }),
+		dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }),
+		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
+		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
+		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),
+		num("partial\ngangs", func(s metrics.Summary) int { return s.PartialGangs }),
+	}
+}
+
+// localityColumns are the topology figures, or nil when no run recorded any
+// (a trace without multi-node or multi-GPU jobs): a section of dashes would
+// only push the table off the screen.
+func localityColumns(c *comparison) []column {
+	minDom := func(s metrics.Summary) map[string]float64 { return s.MinDomainShare }
+	levels := mapKeys(c, minDom)
+	var recorded bool
+	for _, p := range c.Policies {
+		for _, r := range p.Runs {
+			s := r.Summary
+			recorded = recorded || s.MultiNodeGangs > 0 || s.MinPCIeShare > 0 || s.CommSlowdownMean > 0
+		}
+	}
+	if len(levels) == 0 && !recorded {
+		return nil
+	}
+	cols := []column{{"multi-node\ngangs", func(rs []metrics.Result) string {
+		return count(statOf(rs, field(func(s metrics.Summary) float64 { return float64(s.MultiNodeGangs) })))
+	}}}
+	for _, lv := range levels {
+		f := entry(minDom, lv)
+		cols = append(cols, column{lv + "\nmin-dom %", func(rs []metrics.Result) string { return share(statOf(rs, f)) }})
+	}
+	return append(cols,
+		column{"PCIe\nmin %", func(rs []metrics.Result) string {
+			return share(statOf(rs, field(func(s metrics.Summary) float64 { return s.MinPCIeShare })))
+		}},
+		column{"comm\nslowdown", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.CommSlowdownMean })), 3, false)
+		}},
+	)
+}
+
+// Table writes a terminal table comparing the policies of results: one row
+// per policy, in the order of each policy's first result, figures averaged
+// over seeds. The columns depend on the protocol: fgd shows unallocated GPU %
+// at 100–130% arrived, fragmentation and decision cost; replay and trace
+// protocols show utilization, waits, JCT, job outcomes and, when recorded,
+// topology locality. It fails on an empty input or on results of different
+// inputs.
+func Table(w io.Writer, results []metrics.Result) error {
+	c, err := compare(results)
+	if err != nil {
+		return err
+	}
+	g := buildGrid(c)
+	var b strings.Builder
+	b.WriteString(g.Caption + "\n")
+	for _, s := range g.Sections {
+		b.WriteString("\n")
+		if s.Title != "" {
+			b.WriteString(s.Title + "\n")
+		}
+		b.WriteString(renderText(s) + "\n")
+	}
+	for _, n := range g.Notes {
+		b.WriteString(n + "\n")
+	}
+	_, err = io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("report: writing table: %w", err)
+	}
+	return nil
+}
+
+// renderText lays a section out with light box lines and right-aligned
+// figures; headers keep their line breaks and are not upper-cased.
+func renderText(s section) string {
+	t := table.NewWriter()
+	t.SetStyle(table.StyleLight)
+	t.Style().Format.Header = text.FormatDefault
+	header := make(table.Row, len(s.Header))
+	for i, h := range s.Header {
+		header[i] = h
+	}
+	t.AppendHeader(header)
+	for _, r := range s.Rows {
+		row := make(table.Row, len(r))
+		for i, v := range r {
+			row[i] = v
+		}
+		t.AppendRow(row)
+	}
+	var cfg []table.ColumnConfig
+	for i := 2; i <= len(s.Header); i++ { // column numbers are 1-based
+		cfg = append(cfg, table.ColumnConfig{Number: i, Align: text.AlignRight, AlignHeader: text.AlignRight})
+	}
+	t.SetColumnConfigs(cfg)
+	return t.Render()
+}

@@ -1,0 +1,302 @@
+package sim
+
+import (
+	"container/heap"
+	"sort"
+	"time"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+type eventKind uint8
+
+const (
+	evFinish eventKind = iota // finishes first at equal times: capacity before demand
+	evArrive
+)
+
+type event struct {
+	at   time.Time
+	kind eventKind
+	job  int // index into the run's jobs
+	seq  int // insertion order: the final tie-break
+}
+
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	if q[i].kind != q[j].kind {
+		return q[i].kind < q[j].kind
+	}
+	return q[i].seq < q[j].seq
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// jobRun is the simulator's record of one job.
+type jobRun struct {
+	job      Job
+	bound    map[workload.PodRef]engine.PodBind
+	started  bool
+	start    time.Time
+	finished bool
+	end      time.Time
+	rejected bool
+	partial  bool      // ever held pods without reaching its gang minimum
+	heldFrom time.Time // when it first held pods while not started
+}
+
+type replay struct {
+	state     *cluster.State
+	eng       *engine.Engine
+	cfg       Config
+	res       *metrics.Result
+	jobs      []*jobRun
+	byID      map[workload.JobID]int
+	pending   []int // job indexes waiting, in arrival order
+	events    eventQueue
+	seq       int
+	mix       placement.MixCounter
+	allocated int64
+	capacity  int64
+	lastT     time.Time
+	first     time.Time
+	area      float64 // allocated-milli × seconds
+	engineSec float64
+	loc       *locality
+	rej       []Rejection
+}
+
+func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
+	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
+		capacity: state.CapacityMilli(), loc: newLocality(state)}
+	for i, j := range jobs {
+		r.jobs = append(r.jobs, &jobRun{job: j, bound: map[workload.PodRef]engine.PodBind{}})
+		r.byID[j.ID] = i
+		r.push(j.Submit, evArrive, i)
+		if i == 0 || j.Submit.Before(r.first) {
+			r.first = j.Submit
+		}
+	}
+	r.lastT = r.first
+	processed, total := 0, len(jobs)
+	for r.events.Len() > 0 {
+		now := r.events[0].at
+		r.advance(now)
+		changed := false
+		for r.events.Len() > 0 && r.events[0].at.Equal(now) {
+			e := heap.Pop(&r.events).(event)
+			switch e.kind {
+			case evArrive:
+				r.pending = append(r.pending, e.job)
+				r.jobs[e.job].job.EachPod(func(_ workload.PodRef, rq workload.Request) { r.mix.Observe(rq, 1) })
+				processed++
+			case evFinish:
+				r.finish(e.job, now)
+			}
+			changed = true
+		}
+		if changed && len(r.pending) > 0 {
+			if err := r.cycle(now); err != nil {
+				return r.rej, err
+			}
+		}
+		if cfg.Progress != nil && processed%64 == 0 {
+			cfg.Progress(processed, total)
+		}
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(total, total)
+	}
+	r.summarise()
+	return r.rej, nil
+}
+
+func (r *replay) push(at time.Time, kind eventKind, job int) {
+	heap.Push(&r.events, event{at: at, kind: kind, job: job, seq: r.seq})
+	r.seq++
+}
+
+// advance integrates utilisation and partial-gang idle time up to now.
+func (r *replay) advance(now time.Time) {
+	dt := now.Sub(r.lastT).Seconds()
+	if dt > 0 {
+		r.area += float64(r.allocated) * dt
+		for _, i := range r.pending {
+			jr := r.jobs[i]
+			if !jr.started && len(jr.bound) > 0 {
+				var held int64
+				for _, b := range jr.bound {
+					held += b.Alloc.GPUMilli()
+				}
+				r.res.Summary.PartialGangGPUHours += float64(held) / 1000 * dt / 3600
+			}
+		}
+	}
+	r.lastT = now
+	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{
+		X: now.Sub(r.first).Hours(), Y: pct(r.allocated, r.capacity)})
+}
+
+func (r *replay) cycle(now time.Time) error {
+	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now}
+	for _, i := range r.pending {
+		jr := r.jobs[i]
+		pj := engine.PendingJob{Job: jr.job.Job}
+		if len(jr.bound) > 0 {
+			jr.job.EachPod(func(ref workload.PodRef, _ workload.Request) {
+				if _, ok := jr.bound[ref]; !ok {
+					pj.Waiting = append(pj.Waiting, ref)
+				}
+			})
+		}
+		snap.Pending = append(snap.Pending, pj)
+	}
+	t0 := r.cfg.Clock()
+	plan := r.eng.Cycle(snap)
+	d := r.cfg.Clock().Sub(t0)
+	r.engineSec += d.Seconds()
+	r.res.Summary.Cycles++
+	if us := float64(d.Microseconds()); us > r.res.Summary.CycleMaxUS {
+		r.res.Summary.CycleMaxUS = us
+	}
+	for _, b := range plan.Binds {
+		if err := apply(r.state, b); err != nil {
+			return err
+		}
+		jr := r.jobs[r.byID[b.Job]]
+		for _, p := range b.Pods {
+			jr.bound[p.Pod] = p
+			r.allocated += p.Alloc.GPUMilli()
+			r.res.Summary.PodsPlaced++
+		}
+		if len(jr.bound) >= jr.job.GangMin() {
+			r.startJob(jr, now)
+		} else if !jr.partial {
+			jr.partial = true
+			r.res.Summary.PartialGangs++
+		}
+	}
+	for _, p := range plan.Pending {
+		if p.Reason.Verdict != placement.NeverFits {
+			continue
+		}
+		jr := r.jobs[r.byID[p.Job]]
+		if !jr.rejected && len(jr.bound) == 0 {
+			jr.rejected = true
+			r.res.Summary.JobsNeverFit++
+			r.rej = append(r.rej, Rejection{Job: p.Job, Source: jr.job.Source, Reason: p.Reason.Message})
+		}
+	}
+	// Drop started and rejected jobs from the queue, keeping arrival order.
+	kept := r.pending[:0]
+	for _, i := range r.pending {
+		if !r.jobs[i].started && !r.jobs[i].rejected {
+			kept = append(kept, i)
+		}
+	}
+	r.pending = kept
+	return nil
+}
+
+func (r *replay) startJob(jr *jobRun, now time.Time) {
+	jr.started, jr.start = true, now
+	r.res.Summary.JobsStarted++
+	r.res.Series.Waits = append(r.res.Series.Waits, now.Sub(jr.job.Submit).Seconds())
+	slow := r.loc.record(jr, r.cfg.Comm)
+	if jr.job.Runtime > 0 {
+		run := time.Duration(float64(jr.job.Runtime) * slow)
+		if run <= 0 {
+			run = time.Second
+		}
+		r.push(now.Add(run), evFinish, r.byID[jr.job.ID])
+	}
+}
+
+func (r *replay) finish(i int, now time.Time) {
+	jr := r.jobs[i]
+	refs := make([]workload.PodRef, 0, len(jr.bound))
+	for ref := range jr.bound {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(a, b int) bool {
+		if refs[a].PodSet != refs[b].PodSet {
+			return refs[a].PodSet < refs[b].PodSet
+		}
+		return refs[a].Index < refs[b].Index
+	})
+	for _, ref := range refs {
+		b := jr.bound[ref]
+		r.state.Release(b.NodeIndex, b.Alloc)
+		r.allocated -= b.Alloc.GPUMilli()
+	}
+	jr.finished, jr.end = true, now
+	r.res.Summary.JobsCompleted++
+}
+
+func (r *replay) summarise() {
+	s := &r.res.Summary
+	s.JobsSubmitted = len(r.jobs)
+	var jcts []float64
+	for _, jr := range r.jobs {
+		if jr.finished {
+			jcts = append(jcts, jr.end.Sub(jr.job.Submit).Seconds())
+		}
+		if !jr.started && !jr.rejected {
+			s.JobsStillPending++
+		}
+	}
+	span := r.lastT.Sub(r.first).Seconds()
+	s.MakespanS = span
+	if span > 0 && r.capacity > 0 {
+		s.UtilizationPct = 100 * r.area / (span * float64(r.capacity))
+	}
+	s.GPUAllocPct = pct(r.allocated, r.capacity)
+	s.UnallocatedGPUPct = 100 - s.GPUAllocPct
+	s.WholeGPUAllocPct = wholeAllocPct(r.state)
+	s.FragPct = pct(int64(clusterFrag(r.state, r.mix.Mix(64))), r.capacity)
+	waits := append([]float64(nil), r.res.Series.Waits...)
+	s.WaitP50S, s.WaitP95S, s.WaitMaxS, s.WaitMeanS = quantiles(waits)
+	var jctMax float64
+	s.JCTP50S, s.JCTP95S, jctMax, s.JCTMeanS = quantiles(jcts)
+	_ = jctMax
+	if s.PodsPlaced > 0 {
+		s.DecisionMeanUS = r.engineSec * 1e6 / float64(s.PodsPlaced)
+	}
+	if s.Cycles > 0 {
+		s.CycleMeanUS = r.engineSec * 1e6 / float64(s.Cycles)
+	}
+	r.loc.summarise(s)
+}
+
+// quantiles returns p50, p95, max and mean of xs (sorted in place).
+func quantiles(xs []float64) (p50, p95, maxV, mean float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0, 0
+	}
+	sort.Float64s(xs)
+	q := func(p float64) float64 {
+		i := int(p*float64(len(xs))+0.5) - 1
+		i = max(0, min(i, len(xs)-1))
+		return xs[i]
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return q(0.50), q(0.95), xs[len(xs)-1], sum / float64(len(xs))
+}

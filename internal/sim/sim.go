@@ -1,0 +1,128 @@
+// Package sim is the trace-driven driver: a discrete-event simulator that
+// feeds the engine snapshots, applies its plans to its own cluster state and
+// measures the outcome. Two protocols: fgd (the fragmentation protocol of the
+// FGD paper: arrivals only, one pod at a time) and replay (arrivals and
+// completions in time).
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Protocol names how a trace is driven.
+type Protocol string
+
+const (
+	// FGD resamples the trace to 130% of GPU capacity, shuffles it and places
+	// pods one by one, never removing any (Weng et al., ATC'23).
+	FGD Protocol = "fgd"
+	// Replay submits jobs at their submit times and ends them after their
+	// runtimes.
+	Replay Protocol = "replay"
+)
+
+// ParseProtocol checks a protocol name.
+func ParseProtocol(s string) (Protocol, error) {
+	switch Protocol(s) {
+	case FGD, Replay:
+		return Protocol(s), nil
+	}
+	return "", fmt.Errorf("unknown protocol %q (known: fgd, replay)", s)
+}
+
+// Job is a job of the input with the time it really runs once started.
+type Job struct {
+	*workload.Job
+	Runtime time.Duration // 0: never ends by itself
+}
+
+// Input is what a run reads.
+type Input struct {
+	ClusterName string
+	Topology    cluster.Topology
+	Nodes       []cluster.Node
+	TraceName   string
+	Jobs        []Job
+}
+
+// Config is one run's settings.
+type Config struct {
+	Policy   engine.Policy
+	Protocol Protocol
+	Seed     int64
+	// Progress, if set, is called now and then with work done and total.
+	Progress func(done, total int)
+	// Clock measures engine time; nil uses the wall clock. Tests pin it.
+	Clock func() time.Time
+	// Comm is the communication-slowdown model for replay; zero value uses
+	// DefaultComm.
+	Comm *CommModel
+}
+
+// Rejection is a job the run refused before or while scheduling it.
+type Rejection struct {
+	Job    workload.JobID
+	Source string
+	Reason string
+}
+
+// Run executes one policy on one input.
+func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Comm == nil {
+		c := DefaultComm
+		cfg.Comm = &c
+	}
+	state, err := cluster.New(in.Topology, in.Nodes)
+	if err != nil {
+		return metrics.Result{}, nil, fmt.Errorf("cluster %s: %w", in.ClusterName, err)
+	}
+	res := metrics.Result{
+		Policy: string(cfg.Policy), Seed: cfg.Seed,
+		Cluster: in.ClusterName, Trace: in.TraceName, Protocol: string(cfg.Protocol),
+	}
+	res.Summary.Nodes = state.NumNodes()
+	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
+	res.Summary.CapacityMilli = state.CapacityMilli()
+	eng := engine.New(engine.Config{Policy: cfg.Policy})
+	start := time.Now()
+	var rej []Rejection
+	switch cfg.Protocol {
+	case FGD:
+		rej, err = runFGD(state, eng, in.Jobs, cfg, &res)
+	case Replay:
+		rej, err = runReplay(state, eng, in.Jobs, cfg, &res)
+	default:
+		err = fmt.Errorf("unknown protocol %q", cfg.Protocol)
+	}
+	res.Summary.WallSeconds = time.Since(start).Seconds()
+	return res, rej, err
+}
+
+// apply carries out one bind decision on the driver's state.
+func apply(s *cluster.State, b engine.GangBind) error {
+	for i, p := range b.Pods {
+		if err := s.Allocate(p.NodeIndex, p.Alloc); err != nil {
+			for _, q := range b.Pods[:i] {
+				s.Release(q.NodeIndex, q.Alloc)
+			}
+			return fmt.Errorf("plan for %s does not apply: %w", b.Job, err)
+		}
+	}
+	return nil
+}
+
+func pct(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
