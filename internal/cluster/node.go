@@ -26,6 +26,10 @@ type Device struct {
 	Unhealthy bool
 }
 
+// MaxCoordinate bounds a device's socket, NUMA, PCIe switch and NVLink
+// numbers within its node, so that sets of them fit in a machine word.
+const MaxCoordinate = 62
+
 // Node is a machine. Labels carry its inter-node topology coordinates.
 type Node struct {
 	Name          string
@@ -76,6 +80,15 @@ func (n *Node) Validate() error {
 		seen[d.ID] = true
 		if d.Model == "" {
 			return fmt.Errorf("node %s: device %s has no model", n.Name, d.ID)
+		}
+		for _, c := range []struct {
+			name     string
+			v, lo, hi int
+		}{{"socket", d.Socket, 0, MaxCoordinate}, {"NUMA node", d.NUMA, 0, MaxCoordinate},
+			{"PCIe switch", d.PCIeSwitch, 0, MaxCoordinate}, {"NVLink group", d.NVLink, -1, MaxCoordinate}} {
+			if c.v < c.lo || c.v > c.hi {
+				return fmt.Errorf("node %s: device %s: %s %d outside %d..%d", n.Name, d.ID, c.name, c.v, c.lo, c.hi)
+			}
 		}
 	}
 	return nil

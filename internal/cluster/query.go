@@ -262,3 +262,37 @@ func (s *State) CapacityMilli() int64 {
 
 // FreeMilli is the free GPU-milli of the whole cluster.
 func (s *State) FreeMilli() int64 { return s.DomainFreeMilli(0, AllModels) }
+
+// MostFreeOnANode is the most wholly free GPUs of one model in mask that a
+// single node of domain d has.
+func (s *State) MostFreeOnANode(d DomainID, mask ModelMask) int {
+	if n := s.hostNode(d); n >= 0 {
+		var per [maxModels]int
+		best := 0
+		if s.unsched[n] {
+			return 0
+		}
+		for i := s.gpuOff[n]; i < s.gpuOff[n+1]; i++ {
+			if m := s.devModel[i]; mask.Has(m) && s.gpuFree[i] == 1000 {
+				per[m]++
+				best = max(best, per[m])
+			}
+		}
+		return best
+	}
+	nm := len(s.models)
+	best := 0
+	for m := 0; m < nm; m++ {
+		if !mask.Has(m) {
+			continue
+		}
+		base := (int(d)*nm + m) * s.hist
+		for f := s.hist - 1; f > best; f-- {
+			if s.aggHist[base+f] > 0 {
+				best = f
+				break
+			}
+		}
+	}
+	return best
+}

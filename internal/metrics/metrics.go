@@ -45,24 +45,28 @@ type Summary struct {
 	PartialGangGPUHours float64 `json:"partial_gang_gpu_hours"`
 
 	// Time.
-	WaitP50S       float64 `json:"wait_p50_s"`
-	WaitP95S       float64 `json:"wait_p95_s"`
-	WaitMaxS       float64 `json:"wait_max_s"`
-	WaitMeanS      float64 `json:"wait_mean_s"`
-	JCTMeanS       float64 `json:"jct_mean_s"`
-	JCTP50S        float64 `json:"jct_p50_s"`
-	JCTP95S        float64 `json:"jct_p95_s"`
-	MakespanS      float64 `json:"makespan_s"`
-	UtilizationPct float64 `json:"utilization_pct"` // time-averaged GPU-milli allocated / capacity
+	WaitP50S  float64 `json:"wait_p50_s"`
+	WaitP95S  float64 `json:"wait_p95_s"`
+	WaitMaxS  float64 `json:"wait_max_s"`
+	WaitMeanS float64 `json:"wait_mean_s"`
+	JCTMeanS  float64 `json:"jct_mean_s"`
+	JCTP50S   float64 `json:"jct_p50_s"`
+	JCTP95S   float64 `json:"jct_p95_s"`
+	MakespanS float64 `json:"makespan_s"`
+	// UtilizationPct is the time-averaged GPU-milli held by running jobs /
+	// capacity; AllocatedPct also counts GPUs held by partially started
+	// gangs, which cannot run.
+	UtilizationPct float64 `json:"utilization_pct"`
+	AllocatedPct   float64 `json:"allocated_pct"`
 
-	// Topology locality of multi-node gangs, per level above the host:
-	// the share placed in the minimum possible number of domains, and the
-	// mean number of domains spanned.
+	// Topology locality of multi-node gangs, per level from the host up:
+	// the share (0-1) placed in the minimum possible number of domains, and
+	// the mean number of domains spanned.
 	MultiNodeGangs     int                `json:"multi_node_gangs"`
 	MinDomainShare     map[string]float64 `json:"min_domain_share"`
 	MeanDomainsSpanned map[string]float64 `json:"mean_domains_spanned"`
-	// Inside nodes: the share of multi-GPU pods whose GPUs sit in the fewest
-	// possible PCIe switches.
+	// Inside nodes: the share (0-1) of multi-GPU pods whose GPUs sit in the
+	// fewest possible PCIe switches.
 	MinPCIeShare float64 `json:"min_pcie_share"`
 	// JCT slowdown under the communication model (1.0 = every gang ideally placed).
 	CommSlowdownMean float64 `json:"comm_slowdown_mean"`

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math/bits"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -59,7 +60,7 @@ func pickWhole(s *cluster.State, n int, k int, mask cluster.ModelMask, order Dev
 		switch {
 		case order == FirstFree:
 			got = append([]int(nil), cand[:k]...)
-		case combinations(len(cand), k) <= exhaustiveLimit:
+		case len(node.Devices) <= 64 && combinations(len(cand), k) <= exhaustiveLimit:
 			got = pickExhaustive(node, free, cand, k)
 		default:
 			got = pickNested(node, cand, 0, k, nil)
@@ -134,14 +135,17 @@ func groupBy(node *cluster.Node, cand []int, level int) [][]int {
 }
 
 // spans counts the distinct groups a device set touches at each level.
+// Coordinates are within -1..cluster.MaxCoordinate, so a word holds a set.
 func spans(node *cluster.Node, devs []int) [deviceLevels]int {
-	var out [deviceLevels]int
-	for lv := 0; lv < deviceLevels; lv++ {
-		seen := map[int]bool{}
-		for _, i := range devs {
-			seen[deviceKey(&node.Devices[i], lv)] = true
+	var seen [deviceLevels]uint64
+	for _, i := range devs {
+		for lv := 0; lv < deviceLevels; lv++ {
+			seen[lv] |= 1 << uint(deviceKey(&node.Devices[i], lv)+1)
 		}
-		out[lv] = len(seen)
+	}
+	var out [deviceLevels]int
+	for lv := range seen {
+		out[lv] = bits.OnesCount64(seen[lv])
 	}
 	return out
 }
@@ -204,23 +208,20 @@ func costOf(node *cluster.Node, free []int32, set []int) setCost {
 	var c setCost
 	sp := spans(node, set)
 	c[0], c[1], c[2], c[3] = sp[0], sp[3], sp[2], sp[1]
-	in := make(map[int]bool, len(set))
+	var in, pcie, numa uint64
 	for _, i := range set {
-		in[i] = true
-	}
-	pcie, numa := map[int]bool{}, map[int]bool{}
-	for _, i := range set {
-		pcie[node.Devices[i].PCIeSwitch] = true
-		numa[node.Devices[i].NUMA] = true
+		in |= 1 << uint(i)
+		pcie |= 1 << uint(node.Devices[i].PCIeSwitch+1)
+		numa |= 1 << uint(node.Devices[i].NUMA+1)
 	}
 	for i, d := range node.Devices {
-		if in[i] || free[i] != 1000 {
+		if in&(1<<uint(i)) != 0 || free[i] != 1000 {
 			continue
 		}
-		if pcie[d.PCIeSwitch] {
+		if pcie&(1<<uint(d.PCIeSwitch+1)) != 0 {
 			c[4]++
 		}
-		if numa[d.NUMA] {
+		if numa&(1<<uint(d.NUMA+1)) != 0 {
 			c[5]++
 		}
 	}

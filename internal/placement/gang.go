@@ -110,33 +110,65 @@ func (p *Placer) PlacePod(r *PodReq, within cluster.DomainID) (Assignment, bool)
 	return a, true
 }
 
-// bestNode finds the node of domain d where all pods fit and score best.
-// Subtrees whose aggregates cannot hold the pods are skipped.
+// bestNode finds a node of domain d where all pods fit. Above the hosts it
+// descends into the fullest child domain that can still hold the pods (best
+// fit keeps emptier racks and blocks whole for gangs); among the nodes of one
+// host-parent domain it takes the best score. Subtrees whose aggregates
+// cannot hold the pods are skipped; if a chosen child turns out to fit
+// nothing exactly, the next one is tried.
 func (p *Placer) bestNode(d cluster.DomainID, pods []PodReq) (best int, bestGPU int) {
-	best, bestGPU = -1, -1
-	var bestScore float64
 	groups := groupPods(pods)
 	host := p.s.HostLevel()
-	var walk func(d cluster.DomainID)
-	walk = func(d cluster.DomainID) {
-		dom := p.s.Domain(d)
-		if dom.Level < host && p.bound(d, groups) < len(pods) {
-			return
+	dom := p.s.Domain(d)
+	if dom.Level == host {
+		if _, gpu, ok := p.scoreNode(dom.Lo, pods); ok {
+			return dom.Lo, gpu
 		}
-		if dom.Level < host {
-			for _, c := range dom.Children {
-				walk(c)
+		return -1, -1
+	}
+	children := dom.Children
+	if p.s.Domain(children[0]).Level == host {
+		best, bestGPU = -1, -1
+		var bestScore float64
+		for _, c := range children {
+			n := p.s.Domain(c).Lo
+			score, gpu, ok := p.scoreNode(n, pods)
+			if ok && (best < 0 || score > bestScore) {
+				best, bestGPU, bestScore = n, gpu, score
 			}
-			return
 		}
-		n := dom.Lo
-		score, gpu, ok := p.scoreNode(n, pods)
-		if ok && (best < 0 || score > bestScore) {
-			best, bestGPU, bestScore = n, gpu, score
+		return best, bestGPU
+	}
+	for _, c := range p.rankDomains(children, nil, pods, groups) {
+		if !p.oneNodeMayHold(c, groups) {
+			continue
+		}
+		if n, gpu := p.bestNode(c, pods); n >= 0 {
+			return n, gpu
 		}
 	}
-	walk(d)
-	return best, bestGPU
+	return -1, -1
+}
+
+// oneNodeMayHold reports whether some node of d could hold all the whole-GPU
+// pods together, from the per-node histograms of the domain.
+func (p *Placer) oneNodeMayHold(d cluster.DomainID, groups []podGroup) bool {
+	need := map[cluster.ModelMask]int{}
+	var masks []cluster.ModelMask
+	for _, g := range groups {
+		if g.req.GPUs > 0 && !g.req.Fractional() {
+			if _, ok := need[g.req.Mask]; !ok {
+				masks = append(masks, g.req.Mask)
+			}
+			need[g.req.Mask] += g.count * g.req.GPUs
+		}
+	}
+	for _, m := range masks {
+		if p.s.MostFreeOnANode(d, m) < need[m] {
+			return false
+		}
+	}
+	return true
 }
 
 // scoreNode rates putting every pod of pods on node n. A single pod is scored

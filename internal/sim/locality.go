@@ -170,11 +170,11 @@ func (l *locality) summarise(s *metrics.Summary) {
 		if l.multi == 0 {
 			continue
 		}
-		s.MinDomainShare[levels[lv]] = 100 * float64(l.atMin[lv]) / float64(l.multi)
+		s.MinDomainShare[levels[lv]] = float64(l.atMin[lv]) / float64(l.multi)
 		s.MeanDomainsSpanned[levels[lv]] = float64(l.spanned[lv]) / float64(l.multi)
 	}
 	if l.pciePods > 0 {
-		s.MinPCIeShare = 100 * float64(l.pcieAtMin) / float64(l.pciePods)
+		s.MinPCIeShare = float64(l.pcieAtMin) / float64(l.pciePods)
 	}
 	if l.slowdownN > 0 {
 		s.CommSlowdownMean = l.slowdowns / float64(l.slowdownN)

@@ -61,24 +61,26 @@ type jobRun struct {
 }
 
 type replay struct {
-	state     *cluster.State
-	eng       *engine.Engine
-	cfg       Config
-	res       *metrics.Result
-	jobs      []*jobRun
-	byID      map[workload.JobID]int
-	pending   []int // job indexes waiting, in arrival order
-	events    eventQueue
-	seq       int
-	mix       placement.MixCounter
-	allocated int64
-	capacity  int64
-	lastT     time.Time
-	first     time.Time
-	area      float64 // allocated-milli × seconds
-	engineSec float64
-	loc       *locality
-	rej       []Rejection
+	state      *cluster.State
+	eng        *engine.Engine
+	cfg        Config
+	res        *metrics.Result
+	jobs       []*jobRun
+	byID       map[workload.JobID]int
+	pending    []int // job indexes waiting, in arrival order
+	events     eventQueue
+	seq        int
+	mix        placement.MixCounter
+	allocated  int64 // GPU-milli bound, including partial gangs
+	useful     int64 // GPU-milli held by started jobs
+	capacity   int64
+	lastT      time.Time
+	first      time.Time
+	area       float64 // allocated-milli × seconds
+	usefulArea float64 // useful-milli × seconds
+	engineSec  float64
+	loc        *locality
+	rej        []Rejection
 }
 
 func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
@@ -136,6 +138,7 @@ func (r *replay) advance(now time.Time) {
 	dt := now.Sub(r.lastT).Seconds()
 	if dt > 0 {
 		r.area += float64(r.allocated) * dt
+		r.usefulArea += float64(r.useful) * dt
 		for _, i := range r.pending {
 			jr := r.jobs[i]
 			if !jr.started && len(jr.bound) > 0 {
@@ -149,7 +152,7 @@ func (r *replay) advance(now time.Time) {
 	}
 	r.lastT = now
 	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{
-		X: now.Sub(r.first).Hours(), Y: pct(r.allocated, r.capacity)})
+		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
 }
 
 func (r *replay) cycle(now time.Time) error {
@@ -215,6 +218,9 @@ func (r *replay) cycle(now time.Time) error {
 
 func (r *replay) startJob(jr *jobRun, now time.Time) {
 	jr.started, jr.start = true, now
+	for _, b := range jr.bound {
+		r.useful += b.Alloc.GPUMilli()
+	}
 	r.res.Summary.JobsStarted++
 	r.res.Series.Waits = append(r.res.Series.Waits, now.Sub(jr.job.Submit).Seconds())
 	slow := r.loc.record(jr, r.cfg.Comm)
@@ -243,6 +249,7 @@ func (r *replay) finish(i int, now time.Time) {
 		b := jr.bound[ref]
 		r.state.Release(b.NodeIndex, b.Alloc)
 		r.allocated -= b.Alloc.GPUMilli()
+		r.useful -= b.Alloc.GPUMilli()
 	}
 	jr.finished, jr.end = true, now
 	r.res.Summary.JobsCompleted++
@@ -263,7 +270,8 @@ func (r *replay) summarise() {
 	span := r.lastT.Sub(r.first).Seconds()
 	s.MakespanS = span
 	if span > 0 && r.capacity > 0 {
-		s.UtilizationPct = 100 * r.area / (span * float64(r.capacity))
+		s.UtilizationPct = 100 * r.usefulArea / (span * float64(r.capacity))
+		s.AllocatedPct = 100 * r.area / (span * float64(r.capacity))
 	}
 	s.GPUAllocPct = pct(r.allocated, r.capacity)
 	s.UnallocatedGPUPct = 100 - s.GPUAllocPct

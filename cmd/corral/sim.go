@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/report"
+	"github.com/corral-dev/corral/internal/sim"
+	"github.com/corral-dev/corral/internal/trace"
+)
+
+// The embedded default: a DGX H100 cluster of 2 blocks × 4 racks × 16 nodes
+// (1,024 GPUs) and a generated LLM-era gang workload, replayed in time.
+const (
+	defaultCluster = "dgx-h100:blocks=2,racks=4,nodes=16"
+	defaultTrace   = "gen:llm?jobs=1500"
+)
+
+type simOptions struct {
+	cluster, trace, protocol, policies, seeds string
+	out, jsonFile                             string
+	noProgress                                bool
+	maxRejections                             int
+}
+
+func newSimCmd() *cobra.Command {
+	o := simOptions{}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate corral and the baselines on a cluster and a trace",
+		Long: `sim runs each policy on the same cluster and trace, prints a table comparing
+them and writes an HTML report with charts and a JSON summary.
+
+With no flags it runs the embedded default: a DGX H100 cluster (2 blocks × 4
+racks × 16 nodes, 1,024 GPUs) and a generated LLM-era gang workload, replayed
+in time, for corral, spread and binpack.
+
+Clusters: ` + strings.Join(trace.Presets(), ", ") + `, "dgx-h100:blocks=B,racks=R,nodes=N", or a cluster YAML file.
+Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, or a trace file (.csv, .yaml).
+Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
+           replay (submit and finish in time). The default is fgd for openb traces
+           and replay otherwise.`,
+		Example: `  corral sim
+  corral sim --cluster openb --trace openb:default --protocol fgd --seeds 42-51
+  corral sim --cluster lingjun --trace gen:llm?jobs=3000 --json out.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSim(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, strings.Join(os.Args, " "))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cluster, "cluster", defaultCluster, "cluster preset or YAML file")
+	f.StringVar(&o.trace, "trace", defaultTrace, "trace name, generator or file")
+	f.StringVar(&o.protocol, "protocol", "", "fgd or replay (default: fgd for openb traces, else replay)")
+	f.StringVar(&o.policies, "policies", "corral,spread,binpack", "comma-separated policies")
+	f.StringVar(&o.seeds, "seeds", "42", "seeds: 42, 42,43 or 42-51")
+	f.StringVar(&o.out, "out", "corral-report", "folder for report.html and summary.json")
+	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
+	f.BoolVar(&o.noProgress, "no-progress", false, "do not draw progress bars")
+	f.IntVar(&o.maxRejections, "show-rejections", 5, "how many rejected jobs to list")
+	return cmd
+}
+
+// parseSeeds reads "42", "42,43" or "42-51".
+func parseSeeds(s string) ([]int64, error) {
+	var out []int64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if lo, hi, ok := strings.Cut(part, "-"); ok && lo != "" {
+			a, err1 := strconv.ParseInt(lo, 10, 64)
+			b, err2 := strconv.ParseInt(hi, 10, 64)
+			if err1 != nil || err2 != nil || b < a || b-a > 10000 {
+				return nil, fmt.Errorf("bad seed range %q", part)
+			}
+			for v := a; v <= b; v++ {
+				out = append(out, v)
+			}
+			continue
+		}
+		v, err := strconv.ParseInt(part, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad seed %q", part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func parsePolicies(s string) ([]engine.Policy, error) {
+	var out []engine.Policy
+	for _, p := range strings.Split(s, ",") {
+		pol, err := engine.ParsePolicy(strings.TrimSpace(p))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pol)
+	}
+	return out, nil
+}
+
+func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
+	seeds, err := parseSeeds(o.seeds)
+	if err != nil {
+		return err
+	}
+	policies, err := parsePolicies(o.policies)
+	if err != nil {
+		return err
+	}
+	spec, err := trace.LoadCluster(o.cluster)
+	if err != nil {
+		return err
+	}
+	protocol := sim.Replay
+	if strings.HasPrefix(o.trace, "openb:") {
+		protocol = sim.FGD
+	}
+	if o.protocol != "" {
+		if protocol, err = sim.ParseProtocol(o.protocol); err != nil {
+			return err
+		}
+	}
+	progress := !o.noProgress && isTerminal(stderr)
+	var results []metrics.Result
+	var rejected []sim.Rejection
+	for _, seed := range seeds {
+		tr, err := trace.LoadTrace(o.trace, trace.Options{Seed: seed, Cluster: spec})
+		if err != nil {
+			return err
+		}
+		in := sim.Input{ClusterName: o.cluster, Topology: spec.Topology, Nodes: spec.Nodes, TraceName: o.trace}
+		for _, j := range tr.Jobs {
+			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime})
+		}
+		for _, pol := range policies {
+			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed}
+			var bar *progressbar.ProgressBar
+			if progress {
+				bar = progressbar.NewOptions(100,
+					progressbar.OptionSetWriter(stderr),
+					progressbar.OptionSetDescription(fmt.Sprintf("%-8s seed %d", pol, seed)),
+					progressbar.OptionThrottle(100*time.Millisecond),
+					progressbar.OptionClearOnFinish(),
+					progressbar.OptionSetWidth(30),
+				)
+				cfg.Progress = func(done, total int) {
+					if total > 0 {
+						_ = bar.Set(done * 100 / total)
+					}
+				}
+			} else {
+				fmt.Fprintf(stderr, "running %s, seed %d ...\n", pol, seed)
+			}
+			res, rej, err := sim.Run(in, cfg)
+			if bar != nil {
+				_ = bar.Finish()
+			}
+			if err != nil {
+				return err
+			}
+			results = append(results, res)
+			if pol == policies[0] && seed == seeds[0] {
+				rejected = rej
+			}
+		}
+	}
+	if err := report.Table(stdout, results); err != nil {
+		return err
+	}
+	if len(rejected) > 0 {
+		fmt.Fprintf(stdout, "\n%d jobs could never be placed on this cluster (they were reported and skipped):\n", len(rejected))
+		for i, r := range rejected {
+			if i >= o.maxRejections {
+				fmt.Fprintf(stdout, "  ... and %d more (see summary.json)\n", len(rejected)-i)
+				break
+			}
+			where := ""
+			if r.Source != "" {
+				where = r.Source + ": "
+			}
+			fmt.Fprintf(stdout, "  %sjob %s: %s\n", where, r.Job, r.Reason)
+		}
+	}
+	return writeOutputs(stdout, o, results, command)
+}
+
+func writeOutputs(stdout io.Writer, o simOptions, results []metrics.Result, command string) error {
+	var js bytes.Buffer
+	if err := report.WriteJSON(&js, results); err != nil {
+		return err
+	}
+	if o.jsonFile != "" {
+		if err := os.WriteFile(o.jsonFile, js.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if o.out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), js.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var html bytes.Buffer
+	meta := report.Meta{Command: command, Machine: machine(), Generated: time.Now()}
+	if err := report.WriteHTML(&html, results, meta); err != nil {
+		return err
+	}
+	page := filepath.Join(o.out, "report.html")
+	if err := os.WriteFile(page, html.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\nsummary: %s\n", page, filepath.Join(o.out, "summary.json"))
+	return nil
+}
+
+// machine describes the host for reports: CPU model, cores, OS.
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if _, v, ok := strings.Cut(line, ":"); ok {
+					model = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores, %s/%s, %s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

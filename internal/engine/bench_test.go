@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// benchCluster builds blocks × racks × 16 DGX nodes with about half of the
+// GPUs already taken at random, so that placement has real choices.
+func benchCluster(blocks, racks int, seed uint64) *cluster.State {
+	var nodes []cluster.Node
+	for b := 0; b < blocks; b++ {
+		for r := 0; r < racks; r++ {
+			rack := fmt.Sprintf("b%d-r%d", b, r)
+			nodes = append(nodes, build.Node().Name(rack+"-n").Block(fmt.Sprintf("b%d", b)).Rack(rack).Times(16)...)
+		}
+	}
+	s := build.State(build.Topo("block", "rack"), nodes)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for n := 0; n < s.NumNodes(); n++ {
+		switch rng.IntN(4) {
+		case 0: // full
+			var a cluster.Alloc
+			for k := 0; k < 8; k++ {
+				a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+			}
+			_ = s.Allocate(n, a)
+		case 1: // a few GPUs taken
+			for k := 0; k < 1+rng.IntN(6); k++ {
+				_ = s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}})
+			}
+		}
+	}
+	return s
+}
+
+// benchJobs makes a mix of jobs totalling about pods pods: single GPUs,
+// fractions, whole nodes and rack-bound gangs.
+func benchJobs(pods int, seed uint64) []PendingJob {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var out []PendingJob
+	total := 0
+	for i := 0; total < pods; i++ {
+		b := build.Job(fmt.Sprintf("j%06d", i)).Submit(int64(i))
+		switch r := rng.IntN(10); {
+		case r < 4:
+			b = b.GPUs(1)
+		case r < 6:
+			b = b.Milli(250 * (1 + rng.IntN(3)))
+		case r < 8:
+			b = b.GPUs(8)
+		default:
+			b = b.Pods(2 << rng.IntN(4)).GPUs(8).Required("rack")
+		}
+		j := b.Obj()
+		total += j.Pods()
+		out = append(out, PendingJob{Job: j})
+	}
+	return out
+}
+
+func mixOf(jobs []PendingJob) placement.Mix {
+	var m placement.MixCounter
+	for _, pj := range jobs {
+		for _, ps := range pj.Job.PodSets {
+			m.Observe(ps.Request, ps.Count)
+		}
+	}
+	return m.Mix(64)
+}
+
+// BenchmarkCycle measures one engine cycle over thousands of pending pods.
+// pods/s counts pods considered (placed or explained) per second.
+func BenchmarkCycle(b *testing.B) {
+	sizes := []struct {
+		name          string
+		blocks, racks int
+	}{
+		{"1k-nodes", 4, 16},   // 1,024 nodes
+		{"5k-nodes", 8, 40},   // 5,120 nodes
+		{"10k-nodes", 16, 40}, // 10,240 nodes
+	}
+	for _, sz := range sizes {
+		for _, pending := range []int{5000, 20000} {
+			s := benchCluster(sz.blocks, sz.racks, 1)
+			jobs := benchJobs(pending, 2)
+			snap := &Snapshot{State: s, Pending: jobs, Mix: mixOf(jobs)}
+			b.Run(fmt.Sprintf("%s/%d-pods", sz.name, pending), func(b *testing.B) {
+				e := New(Config{Policy: Corral})
+				var placed int
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					placed = e.Cycle(snap).Stats.PodsPlaced
+				}
+				b.ReportMetric(float64(pending)*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+				b.ReportMetric(float64(placed), "placed")
+			})
+		}
+	}
+}
+
+// BenchmarkPlaceOne measures the placement of one pod on a busy cluster:
+// the latency a newly arrived job sees.
+func BenchmarkPlaceOne(b *testing.B) {
+	for _, sz := range []struct {
+		name          string
+		blocks, racks int
+	}{{"1k-nodes", 4, 16}, {"10k-nodes", 16, 40}} {
+		s := benchCluster(sz.blocks, sz.racks, 1)
+		jobs := benchJobs(2000, 2)
+		mix := mixOf(jobs)
+		for _, kind := range []struct {
+			name string
+			job  *workload.Job
+		}{
+			{"1-gpu", build.Job("one").GPUs(1).Obj()},
+			{"gang-16x8-rack", build.Job("gang").Pods(16).GPUs(8).Required("rack").Obj()},
+		} {
+			snap := &Snapshot{State: s, Pending: []PendingJob{{Job: kind.job}}, Mix: mix}
+			b.Run(sz.name+"/"+kind.name, func(b *testing.B) {
+				e := New(Config{Policy: Corral})
+				for i := 0; i < b.N; i++ {
+					e.Cycle(snap)
+				}
+			})
+		}
+	}
+}
