@@ -82,7 +82,7 @@ func (n *Node) Validate() error {
 			return fmt.Errorf("node %s: device %s has no model", n.Name, d.ID)
 		}
 		for _, c := range []struct {
-			name     string
+			name      string
 			v, lo, hi int
 		}{{"socket", d.Socket, 0, MaxCoordinate}, {"NUMA node", d.NUMA, 0, MaxCoordinate},
 			{"PCIe switch", d.PCIeSwitch, 0, MaxCoordinate}, {"NVLink group", d.NVLink, -1, MaxCoordinate}} {

@@ -72,7 +72,7 @@ type layout struct {
 	gpuOff     []int      // node -> first device in the flat device arrays
 	firstHost  int        // domains from here on are hosts: no aggregates
 	nodeModels []ModelMask
-	devModel   []int      // flat device -> model index
+	devModel   []int // flat device -> model index
 }
 
 // State is the cluster with its free capacity, aggregated per domain. The

@@ -18,11 +18,11 @@ func result(policy string) *resultBuilder {
 	}}
 }
 
-func (b *resultBuilder) Seed(s int64) *resultBuilder        { b.r.Seed = s; return b }
-func (b *resultBuilder) Protocol(p string) *resultBuilder   { b.r.Protocol = p; return b }
-func (b *resultBuilder) Trace(t string) *resultBuilder      { b.r.Trace = t; return b }
-func (b *resultBuilder) Waits(w ...float64) *resultBuilder  { b.r.Series.Waits = w; return b }
-func (b *resultBuilder) Obj() metrics.Result                { return b.r }
+func (b *resultBuilder) Seed(s int64) *resultBuilder       { b.r.Seed = s; return b }
+func (b *resultBuilder) Protocol(p string) *resultBuilder  { b.r.Protocol = p; return b }
+func (b *resultBuilder) Trace(t string) *resultBuilder     { b.r.Trace = t; return b }
+func (b *resultBuilder) Waits(w ...float64) *resultBuilder { b.r.Series.Waits = w; return b }
+func (b *resultBuilder) Obj() metrics.Result               { return b.r }
 func (b *resultBuilder) Alloc(p ...metrics.Point) *resultBuilder {
 	b.r.Series.AllocVsArrived = p
 	return b
@@ -80,9 +80,11 @@ func synthetic(policy string, seed int64, protocol string, quality float64) metr
 		alloc = append(alloc, metrics.Point{X: x, Y: math.Min(y+rng.NormFloat64()*0.05, 100)})
 	}
 	var util []metrics.Point
+	walk := 0.0
 	for m := 0; m < 7*24*60; m++ {
 		h := float64(m) / 60
-		y := 55 + 20*quality + 12*math.Sin(h/24*2*math.Pi) + rng.NormFloat64()*2
+		walk = 0.98*walk + rng.NormFloat64()*0.4 // jobs come and go: a wandering level, not noise
+		y := 55 + 20*quality + 12*math.Sin(h/24*2*math.Pi) + walk
 		util = append(util, metrics.Point{X: h, Y: math.Max(0, math.Min(100, y))})
 	}
 	waits := make([]float64, 5000)

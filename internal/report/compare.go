@@ -87,6 +87,16 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
+// firstSeed is the lowest seed policy was run with.
+func (c *comparison) firstSeed(policy string) int64 {
+	for _, p := range c.Policies {
+		if p.Name == policy {
+			return p.Runs[0].Seed
+		}
+	}
+	return 0
+}
+
 // valueFn reads one figure from a summary; ok is false when the run did not
 // record it (a missing map key).
 type valueFn func(s metrics.Summary) (v float64, ok bool)

@@ -192,7 +192,8 @@ Written by corral's report package.
   var axisFormat = {
     pct: function (v) { return v + "%"; },
     hours: function (v) { return v + " h"; },
-    duration: duration
+    // Ticks fall on round units: "1m", not "1m00s".
+    duration: function (v) { return duration(v).replace(/^(\d+[mhd])00[smh]$/, "$1"); }
   };
   var tipFormat = {
     pct: function (v) { return v.toFixed(1) + "%"; },
@@ -208,8 +209,8 @@ Written by corral's report package.
   specs.forEach(function (spec) {
     var o = spec.option;
     var fx = tipFormat[spec.xFormat], fy = tipFormat[spec.yFormat];
-    o.xAxis.axisLabel = { formatter: axisFormat[spec.xFormat] };
-    o.yAxis.axisLabel = { formatter: axisFormat[spec.yFormat] };
+    o.xAxis.axisLabel = Object.assign(o.xAxis.axisLabel || {}, { formatter: axisFormat[spec.xFormat] });
+    o.yAxis.axisLabel = Object.assign(o.yAxis.axisLabel || {}, { formatter: axisFormat[spec.yFormat] });
     o.tooltip.formatter = function (items) {
       if (!items.length) { return ""; }
       var out = [esc(fx(items[0].value[0]))];

@@ -7,63 +7,47 @@ import (
 	"github.com/corral-dev/corral/internal/metrics"
 )
 
-// maxPoints caps every drawn curve: more points than pixels only make the
-// file larger and the page slower.
-const maxPoints = 2000
+// Every chart puts all policies on one shared x grid, so a curve holds at
+// most gridSteps+2 points however long the run, and the tooltip, which
+// lists the series that have a point under the cursor, lists them all.
+const (
+	gridSteps = 1000 // steps of a round size over a chart's x range
+	cdfPoints = 500  // log-spaced points of a wait distribution
+	maxPoints = 2000 // what no drawn curve exceeds; the tests hold us to it
+)
 
-// meanCurve averages step curves over seeds on a common x grid. A curve's
-// value at x is y of its first sample with X >= x, the way
-// Summary.UnallocatedAt reads "when arrivals first reached x". The grid
-// spans only the x every curve covers, so each point is a mean over all of
-// them, and has at most maxGrid steps of a round size. Empty curves are
-// left out; a single curve is only downsampled.
-func meanCurve(curves [][]metrics.Point, maxGrid int) []metrics.Point {
-	curves = slices.DeleteFunc(slices.Clone(curves), func(c []metrics.Point) bool { return len(c) == 0 })
-	for i, c := range curves { // the search below needs x order
+// gridStep is a round step that cuts [lo, hi] into at most gridSteps steps.
+func gridStep(lo, hi float64) float64 {
+	return niceStep((hi - lo) / gridSteps)
+}
+
+// niceStep rounds a positive step up to 1, 2 or 5 times a power of ten.
+func niceStep(raw float64) float64 {
+	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
+		return 1
+	}
+	pow := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5} {
+		if m*pow >= raw*(1-1e-9) {
+			return m * pow
+		}
+	}
+	return 10 * pow
+}
+
+// sortedByX returns the non-empty curves, each in x order (a clone when it
+// was not).
+func sortedByX(curves [][]metrics.Point) [][]metrics.Point {
+	var out [][]metrics.Point
+	for _, c := range curves {
+		if len(c) == 0 {
+			continue
+		}
 		if !slices.IsSortedFunc(c, byX) {
 			c = slices.Clone(c)
 			slices.SortStableFunc(c, byX)
-			curves[i] = c
 		}
-	}
-	switch len(curves) {
-	case 0:
-		return nil
-	case 1:
-		return downsample(curves[0], maxPoints)
-	}
-	lo, hi := math.Inf(-1), math.Inf(1)
-	for _, c := range curves {
-		lo = max(lo, c[0].X)
-		hi = min(hi, c[len(c)-1].X)
-	}
-	if hi < lo {
-		return nil // the curves share no x
-	}
-	step := niceStep((hi - lo) / float64(maxGrid))
-	var xs []float64
-	for k := math.Ceil(lo / step); k*step <= hi; k++ {
-		xs = append(xs, k*step)
-	}
-	if len(xs) == 0 || xs[len(xs)-1] < hi {
-		xs = append(xs, hi) // keep the common end, e.g. just under 130% arrived
-	}
-	out := make([]metrics.Point, len(xs))
-	for i, x := range xs {
-		var sum float64
-		for _, c := range curves {
-			j, _ := slices.BinarySearchFunc(c, x, func(p metrics.Point, x float64) int {
-				switch {
-				case p.X < x:
-					return -1
-				case p.X > x:
-					return 1
-				}
-				return 0
-			})
-			sum += c[j].Y // j < len(c): x <= hi <= the curve's last X
-		}
-		out[i] = metrics.Point{X: x, Y: sum / float64(len(curves))}
+		out = append(out, c)
 	}
 	return out
 }
@@ -78,87 +62,119 @@ func byX(a, b metrics.Point) int {
 	return 0
 }
 
-// niceStep rounds a positive step up to 1, 2 or 5 times a power of ten.
-func niceStep(raw float64) float64 {
-	if raw <= 0 || math.IsNaN(raw) || math.IsInf(raw, 0) {
-		return 1
+// meanCurve averages curves (one per seed) at the multiples of step. A
+// curve's value at x is y of its first sample with X >= x, the way
+// Summary.UnallocatedAt reads "when arrivals first reached x". Only the x
+// every curve covers is drawn, so each point is a mean over all of them;
+// the common end is kept even off the grid (e.g. 129.98% arrived).
+func meanCurve(curves [][]metrics.Point, step float64) []metrics.Point {
+	curves = sortedByX(curves)
+	if len(curves) == 0 {
+		return nil
 	}
-	pow := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*pow >= raw*(1-1e-9) {
-			return m * pow
+	lo, hi := math.Inf(-1), math.Inf(1)
+	for _, c := range curves {
+		lo = max(lo, c[0].X)
+		hi = min(hi, c[len(c)-1].X)
+	}
+	if hi < lo {
+		return nil // the curves share no x
+	}
+	var xs []float64
+	for k := math.Ceil(lo/step - 1e-9); k*step <= hi; k++ {
+		xs = append(xs, k*step)
+	}
+	if len(xs) == 0 || xs[len(xs)-1] < hi {
+		xs = append(xs, hi)
+	}
+	out := make([]metrics.Point, len(xs))
+	for i, x := range xs {
+		var sum float64
+		for _, c := range curves {
+			j, _ := slices.BinarySearchFunc(c, x, func(p metrics.Point, x float64) int {
+				return byX(p, metrics.Point{X: x})
+			})
+			sum += c[j].Y // j < len(c): x <= hi <= the curve's last X
 		}
+		out[i] = metrics.Point{X: x, Y: sum / float64(len(curves))}
 	}
-	return 10 * pow
+	return out
 }
 
-// downsample keeps at most n points of a curve with largest-triangle-three-
-// buckets (Steinarsson 2013): the first and last points stay, and each
-// bucket between keeps the point that spans the largest triangle with its
-// neighbours, so peaks and steps survive where striding would drop them.
-func downsample(pts []metrics.Point, n int) []metrics.Point {
-	if n < 3 || len(pts) <= n {
-		return pts
+// timeAverage reads a sampled curve as a step function (each y holds until
+// the next sample) and draws one point per slice [k*step, (k+1)*step) it
+// covers: the mean of y over that slice, at the slice's middle. For
+// utilization this is exactly the utilization of that slice of the run, and
+// bursts shorter than a slice still count, as area.
+func timeAverage(pts []metrics.Point, step float64) []metrics.Point {
+	if c := sortedByX([][]metrics.Point{pts}); len(c) == 1 {
+		pts = c[0]
+	} else {
+		return nil
 	}
-	out := make([]metrics.Point, 0, n)
-	out = append(out, pts[0])
-	every := float64(len(pts)-2) / float64(n-2) // inner points per bucket
-	a := 0                                      // index of the last kept point
-	for i := 0; i < n-2; i++ {
-		// The next bucket's mean is the third corner of the triangle.
-		nlo := int(float64(i+1)*every) + 1
-		nhi := min(int(float64(i+2)*every)+1, len(pts))
-		var mx, my float64
-		for _, p := range pts[nlo:nhi] {
-			mx += p.X
-			my += p.Y
+	first, last := pts[0].X, pts[len(pts)-1].X
+	if first == last {
+		return []metrics.Point{{X: first, Y: pts[len(pts)-1].Y}}
+	}
+	var out []metrics.Point
+	i := 0 // pts[i] holds at the start of the slice
+	for k := math.Floor(first / step); k*step < last; k++ {
+		a, b := max(k*step, first), min((k+1)*step, last)
+		if b <= a {
+			continue
 		}
-		if cnt := float64(nhi - nlo); cnt > 0 {
-			mx, my = mx/cnt, my/cnt
-		} else {
-			last := pts[len(pts)-1]
-			mx, my = last.X, last.Y
+		for i+1 < len(pts) && pts[i+1].X <= a {
+			i++
 		}
-		lo, hi := int(float64(i)*every)+1, int(float64(i+1)*every)+1
-		best, bestArea := lo, -1.0
-		for j := lo; j < hi; j++ {
-			area := math.Abs((pts[a].X-mx)*(pts[j].Y-pts[a].Y) - (pts[a].X-pts[j].X)*(my-pts[a].Y))
-			if area > bestArea {
-				best, bestArea = j, area
+		var area float64
+		for j, t := i, a; t < b; {
+			next := b
+			if j+1 < len(pts) {
+				next = min(next, pts[j+1].X)
+			}
+			area += pts[j].Y * (next - t)
+			t = next
+			if j+1 < len(pts) && pts[j+1].X <= t {
+				j++
 			}
 		}
-		out = append(out, pts[best])
-		a = best
+		out = append(out, metrics.Point{X: (k + 0.5) * step, Y: area / (b - a)})
 	}
-	return append(out, pts[len(pts)-1])
+	return out
 }
 
-// cdf is the empirical distribution of waits as (seconds, % of jobs waiting
-// at most that long), one point per distinct value, downsampled to n
-// points by stride (it is monotone, so stride loses nothing that shows).
-// Waits under floor seconds are drawn at floor so a log axis can hold them.
-func cdf(waits []float64, floor float64, n int) []metrics.Point {
+// logGrid is n points from 1 to top, evenly spaced on a log axis; a single
+// point when top <= 1.
+func logGrid(top float64, n int) []float64 {
+	if !(top > 1) || n < 2 {
+		return []float64{1}
+	}
+	xs := make([]float64, n)
+	for k := range n {
+		xs[k] = math.Pow(top, float64(k)/float64(n-1))
+	}
+	xs[n-1] = top // exactly: the last point holds every job
+	return xs
+}
+
+// cdf is the empirical distribution of waits read at each x: the % of jobs
+// that waited at most x seconds. NaN waits are left out.
+func cdf(waits []float64, xs []float64) []metrics.Point {
 	vs := slices.DeleteFunc(slices.Clone(waits), func(v float64) bool { return math.IsNaN(v) })
 	if len(vs) == 0 {
 		return nil
 	}
-	for i, v := range vs {
-		vs[i] = max(v, floor)
-	}
 	slices.Sort(vs)
-	var pts []metrics.Point
-	for i, v := range vs {
-		if i+1 < len(vs) && vs[i+1] == v {
-			continue // the last of equal values carries their whole count
-		}
-		pts = append(pts, metrics.Point{X: v, Y: 100 * float64(i+1) / float64(len(vs))})
-	}
-	if len(pts) <= n {
-		return pts
-	}
-	out := make([]metrics.Point, 0, n)
-	for k := range n {
-		out = append(out, pts[k*(len(pts)-1)/(n-1)])
+	out := make([]metrics.Point, len(xs))
+	for i, x := range xs {
+		// n is the first index past x: the count of waits of at most x.
+		n, _ := slices.BinarySearchFunc(vs, x, func(v, x float64) int {
+			if v <= x {
+				return -1
+			}
+			return 1
+		})
+		out[i] = metrics.Point{X: x, Y: 100 * float64(n) / float64(len(vs))}
 	}
 	return out
 }

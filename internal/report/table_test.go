@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mattn/go-runewidth"
+	"github.com/jedib0t/go-pretty/v6/text"
 
 	"github.com/corral-dev/corral/internal/metrics"
 )
@@ -171,7 +171,7 @@ func TestTableText(t *testing.T) {
 				}
 			}
 			for _, l := range strings.Split(out, "\n") {
-				if w := runewidth.StringWidth(l); w > 100 {
+				if w := text.StringWidthWithoutEscSequences(l); w > 100 {
 					t.Errorf("line is %d columns wide, want at most 100:\n%s", w, l)
 				}
 			}
@@ -194,7 +194,7 @@ func TestTableRightAligned(t *testing.T) {
 	for _, l := range strings.Split(b.String(), "\n") {
 		for p, v := range map[string]string{"corral": " 7 ", "spread": " 12345 "} {
 			if strings.Contains(l, p+" ") {
-				end[p] = runewidth.StringWidth(l[:strings.Index(l, v)+len(v)])
+				end[p] = text.StringWidthWithoutEscSequences(l[:strings.Index(l, v)+len(v)])
 			}
 		}
 	}

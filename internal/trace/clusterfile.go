@@ -97,18 +97,21 @@ func readClusterYAML(r io.Reader, name string, lim limits) (*ClusterSpec, error)
 			return nil, doc.errAt("count", at("count"), "the cluster is above the limit of %d nodes and %d GPUs", lim.nodes, lim.gpus)
 		}
 	}
-	names := map[string]int{} // node name -> line of its group
+	names := map[string]int{} // node name -> group that made it
 	for gi := range file.Groups {
 		ns, err := expandGroup(doc, &file.Groups[gi], gi, c.Topology)
 		if err != nil {
 			return nil, err
 		}
-		line := doc.line("groups", gi)
 		for _, n := range ns {
-			if prev, dup := names[n.Name]; dup {
-				return nil, doc.errAt("name", []any{"groups", gi, "name"}, "node name %q is also made by the group on line %d", n.Name, prev)
+			prev, dup := names[n.Name]
+			switch {
+			case dup && prev == gi:
+				return nil, doc.errAt("name", []any{"groups", gi, "name"}, "%q makes node %q twice", file.Groups[gi].Name, n.Name)
+			case dup:
+				return nil, doc.errAt("name", []any{"groups", gi, "name"}, "node %q is also made by the group on line %d", n.Name, doc.line("groups", prev))
 			}
-			names[n.Name] = line
+			names[n.Name] = gi
 		}
 		c.Nodes = append(c.Nodes, ns...)
 	}

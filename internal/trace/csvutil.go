@@ -70,6 +70,10 @@ func (f *csvFile) next() (bool, error) {
 	if err == io.EOF {
 		return false, nil
 	}
+	var pe *csv.ParseError
+	if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
+		return false, errorf(f.name, pe.Line, "", "%d fields where the header has %d", len(rec), len(f.head))
+	}
 	if err != nil {
 		return false, csvError(f.name, err)
 	}

@@ -72,7 +72,7 @@ func yamlJob(doc *yamlDoc, y *jobYAML, i int) (Job, error) {
 	at := func(field string, more ...any) []any { return append([]any{"jobs", i, field}, more...) }
 	line := doc.line("jobs", i)
 	if y.ID == "" {
-		return Job{}, doc.errAt("id", at("id"), "missing job id")
+		return Job{}, doc.errAt("id", []any{"jobs", i}, "missing job id")
 	}
 	j := &workload.Job{
 		ID:          workload.JobID(y.ID),
@@ -87,7 +87,7 @@ func yamlJob(doc *yamlDoc, y *jobYAML, i int) (Job, error) {
 		j.Queue = "default"
 	}
 	if y.Submit == nil {
-		return Job{}, doc.errAt("submit", at("id"), "missing: every job needs its arrival time")
+		return Job{}, doc.errAt("submit", []any{"jobs", i}, "missing: every job needs its arrival time")
 	}
 	var submit, runtime time.Duration
 	for _, tm := range []struct {

@@ -19,10 +19,10 @@ import (
 type pattern []patternPart
 
 type patternPart struct {
-	text  string   // literal text, when ops is nil and !index
-	index bool     // an {i} placeholder
-	ops   []patOp  // applied left to right to i
-	width int      // zero-padded width; 0 for none
+	text  string  // literal text, when ops is nil and !index
+	index bool    // an {i} placeholder
+	ops   []patOp // applied left to right to i
+	width int     // zero-padded width; 0 for none
 }
 
 type patOp struct {

@@ -173,7 +173,7 @@ func readLingjun(r io.Reader, name string) (*ClusterSpec, error) {
 	}
 	type host struct {
 		ip, dsw, psw, asw string
-		line             int
+		line              int
 	}
 	var hosts []host
 	seen := map[string]int{}

@@ -110,7 +110,9 @@ func loadTraceFile(path string) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Name = filepath.Base(path)
+	if t.Name == path { // the file did not name itself
+		t.Name = filepath.Base(path)
+	}
 	return t, nil
 }
 
