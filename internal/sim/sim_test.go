@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// fakeClock makes engine timings reproducible: every reading is 1µs later.
+func fakeClock() func() time.Time {
+	t := time.Unix(0, 0)
+	return func() time.Time {
+		t = t.Add(time.Microsecond)
+		return t
+	}
+}
+
+func job(j *workload.Job, runtime time.Duration) Job { return Job{Job: j, Runtime: runtime} }
+
+// gangWorkload: a stream of gangs and small jobs on 2 racks of 4 nodes.
+func gangWorkload() Input {
+	in := Input{ClusterName: "test", Topology: build.Topo("rack"), Nodes: build.Racks(2, 4), TraceName: "test"}
+	for i := 0; i < 60; i++ {
+		id := string(rune('a'+i%26)) + string(rune('a'+i/26))
+		b := build.Job(id).Submit(int64(i * 600))
+		switch i % 3 {
+		case 0:
+			b = b.Pods(3).GPUs(8).Required("rack")
+		case 1:
+			b = b.GPUs(2)
+		default:
+			b = b.Milli(500)
+		}
+		in.Jobs = append(in.Jobs, job(b.Obj(), time.Duration(1+i%5)*time.Hour))
+	}
+	return in
+}
+
+func TestReplayIsDeterministic(t *testing.T) {
+	for _, p := range engine.Policies {
+		t.Run(string(p), func(t *testing.T) {
+			run := func() metrics.Result {
+				res, _, err := Run(gangWorkload(), Config{Policy: p, Protocol: Replay, Seed: 1, Clock: fakeClock()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res.Summary.WallSeconds = 0
+				return res
+			}
+			a, b := run(), run()
+			if diff := cmp.Diff(a, b); diff != "" {
+				t.Errorf("two runs differ (-first +second):\n%s", diff)
+			}
+			if a.Summary.JobsCompleted != 60 {
+				t.Errorf("%d of 60 jobs completed", a.Summary.JobsCompleted)
+			}
+		})
+	}
+}
+
+func TestCorralNeverStartsPartOfAGang(t *testing.T) {
+	// Two 3-node gangs arrive together on a 4-node cluster, pods interleaved
+	// by arrival: pod-by-pod baselines start b partly (it holds a node while a
+	// runs), then c partly once a ends.
+	in := Input{ClusterName: "test", Topology: build.Topo("rack"), Nodes: build.Racks(1, 4)}
+	in.Jobs = []Job{
+		job(build.Job("a").Pods(3).GPUs(8).Obj(), time.Hour),
+		job(build.Job("b").Pods(3).GPUs(8).Obj(), time.Hour),
+		job(build.Job("c").Pods(2).GPUs(8).Submit(1).Obj(), time.Hour),
+	}
+	want := map[engine.Policy]int{engine.Corral: 0, engine.Spread: 2, engine.Binpack: 2}
+	for p, partial := range want {
+		res, _, err := Run(in, Config{Policy: p, Protocol: Replay, Clock: fakeClock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.PartialGangs != partial {
+			t.Errorf("%s: %d partial gangs, want %d", p, res.Summary.PartialGangs, partial)
+		}
+		if p == engine.Corral && res.Summary.JobsCompleted != 3 {
+			t.Errorf("corral completed %d of 3 jobs", res.Summary.JobsCompleted)
+		}
+	}
+}
+
+func TestJobsThatNeverFitAreReportedAndTheRunGoesOn(t *testing.T) {
+	in := gangWorkload()
+	big := build.Job("too-big").Pods(9).GPUs(8).Obj()
+	big.Source = "trace.csv:7"
+	nine := build.Job("nine-gpus").GPUs(9).Obj()
+	nine.Source = "trace.csv:8"
+	in.Jobs = append(in.Jobs, job(big, time.Hour), job(nine, time.Hour))
+	res, rej, err := Run(in, Config{Policy: engine.Corral, Protocol: Replay, Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.JobsNeverFit != 2 || len(rej) != 2 {
+		t.Fatalf("never-fit: summary %d, rejections %+v", res.Summary.JobsNeverFit, rej)
+	}
+	for _, r := range rej {
+		if !strings.HasPrefix(r.Source, "trace.csv:") || r.Reason == "" {
+			t.Errorf("rejection without source or reason: %+v", r)
+		}
+	}
+	if res.Summary.JobsCompleted != 60 {
+		t.Errorf("the other jobs: %d of 60 completed", res.Summary.JobsCompleted)
+	}
+}
+
+func TestFGDProtocol(t *testing.T) {
+	in := Input{ClusterName: "test", Topology: build.Topo(), Nodes: build.Node().Name("n").GPUs(4).Times(10)}
+	for i, m := range []int{1000, 500, 250, 2000} {
+		b := build.Job(string(rune('a' + i)))
+		if m < 1000 {
+			b = b.Milli(m)
+		} else {
+			b = b.GPUs(m / 1000)
+		}
+		in.Jobs = append(in.Jobs, job(b.Obj(), 0))
+	}
+	res, _, err := Run(in, Config{Policy: engine.Corral, Protocol: FGD, Seed: 42, Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	arrived := res.Series.AllocVsArrived[len(res.Series.AllocVsArrived)-1].X
+	if arrived > 130 || arrived < 125 {
+		t.Errorf("arrivals end at %.1f%% of capacity, want just under 130%%", arrived)
+	}
+	for _, k := range []string{"100", "110", "120", "130"} {
+		if _, ok := s.UnallocatedAt[k]; !ok {
+			t.Errorf("no unallocated figure at %s%%", k)
+		}
+	}
+	if s.UnallocatedAt["130"] > 1 {
+		t.Errorf("these shapes pack perfectly; %.2f%% left unallocated", s.UnallocatedAt["130"])
+	}
+	again, _, _ := Run(in, Config{Policy: engine.Corral, Protocol: FGD, Seed: 42, Clock: fakeClock()})
+	if diff := cmp.Diff(res.Series.AllocVsArrived, again.Series.AllocVsArrived); diff != "" {
+		t.Errorf("same seed, different curve:\n%s", diff)
+	}
+	other, _, _ := Run(in, Config{Policy: engine.Corral, Protocol: FGD, Seed: 43, Clock: fakeClock()})
+	if cmp.Equal(res.Series.AllocVsArrived, other.Series.AllocVsArrived) {
+		t.Errorf("seeds 42 and 43 gave the same arrival order")
+	}
+}
