@@ -112,7 +112,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   tmp="$(mktemp -d "${BIN}/.build.XXXXXX")"
   trap 'rm -rf "${tmp}"' EXIT
   log "building ${missing[*]} with $(go env GOVERSION), GOMAXPROCS=$(nproc 2>/dev/null || echo '?')"
-  log "(first build takes ~10-15 minutes on 2 cores; later builds reuse the Go build cache)"
+  log "(from a cold Go build cache this takes ~10-15 minutes on 2 cores; warm rebuilds take seconds)"
   start=$(date +%s)
   go build -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}"
   for b in "${missing[@]}"; do

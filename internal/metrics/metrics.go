@@ -53,8 +53,9 @@ type Summary struct {
 	JCTP50S   float64 `json:"jct_p50_s"`
 	JCTP95S   float64 `json:"jct_p95_s"`
 	MakespanS float64 `json:"makespan_s"`
-	// UtilizationPct is the time-averaged GPU-milli held by running jobs /
-	// capacity; AllocatedPct also counts GPUs held by partially started
+	// UtilizationPct is the GPU-milli held by running jobs / capacity,
+	// time-averaged from the first to the last arrival (the drain after it is
+	// left out); AllocatedPct also counts GPUs held by partially started
 	// gangs, which cannot run.
 	UtilizationPct float64 `json:"utilization_pct"`
 	AllocatedPct   float64 `json:"allocated_pct"`
@@ -89,7 +90,8 @@ type Point struct {
 type Series struct {
 	// AllocVsArrived: x = GPU-milli arrived / capacity (%), y = allocated (%).
 	AllocVsArrived []Point
-	// Utilization: x = hours since the first arrival, y = GPU-milli allocated (%).
+	// Utilization: x = hours since the first arrival, y = GPU-milli held by
+	// running jobs (%) from x until the next point.
 	Utilization []Point
 	// Waits is each started job's queueing delay in seconds.
 	Waits []float64

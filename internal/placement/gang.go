@@ -102,7 +102,19 @@ func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
 // whole cluster for domain 0), ignoring topology. It is the pod-by-pod path
 // the baselines use.
 func (p *Placer) PlacePod(r *PodReq, within cluster.DomainID) (Assignment, bool) {
-	n, gpu := p.bestNode(within, []PodReq{*r})
+	// Every node of the domain is scored, as kube-scheduler does: the
+	// baselines know nothing of the topology tree.
+	n, gpu := -1, -1
+	var best float64
+	dom := p.s.Domain(within)
+	for i := dom.Lo; i < dom.Hi; i++ {
+		if !canHost(p.s, i, r) {
+			continue
+		}
+		if score, g := p.scorer.Score(p.s, i, r); n < 0 || score > best {
+			n, gpu, best = i, g, score
+		}
+	}
 	if n < 0 || !p.allocOn(n, r, gpu) {
 		return Assignment{}, false
 	}

@@ -12,7 +12,7 @@ const none = "–"
 // fixed renders a mean with the given decimals, and "± sd" when asked and
 // more than one run recorded it.
 func fixed(st stat, decimals int, withSD bool) string {
-	if st.N == 0 || math.IsNaN(st.Mean) {
+	if st.N == 0 || !finite(st.Mean) {
 		return none
 	}
 	s := strconv.FormatFloat(st.Mean, 'f', decimals, 64)
@@ -31,7 +31,7 @@ func share(st stat) string {
 // count renders a mean of counts: whole numbers stay whole, a mean over
 // seeds that falls between two counts gets one decimal.
 func count(st stat) string {
-	if st.N == 0 {
+	if st.N == 0 || !finite(st.Mean) {
 		return none
 	}
 	if st.Mean == math.Trunc(st.Mean) {

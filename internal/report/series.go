@@ -35,11 +35,14 @@ func niceStep(raw float64) float64 {
 	return 10 * pow
 }
 
-// sortedByX returns the non-empty curves, each in x order (a clone when it
-// was not).
+// sortedByX returns the curves that have points, each in x order and
+// without NaN or infinite coordinates (a clone when it had to change).
 func sortedByX(curves [][]metrics.Point) [][]metrics.Point {
 	var out [][]metrics.Point
 	for _, c := range curves {
+		if slices.ContainsFunc(c, func(p metrics.Point) bool { return !finite(p.X) || !finite(p.Y) }) {
+			c = slices.DeleteFunc(slices.Clone(c), func(p metrics.Point) bool { return !finite(p.X) || !finite(p.Y) })
+		}
 		if len(c) == 0 {
 			continue
 		}
@@ -51,6 +54,8 @@ func sortedByX(curves [][]metrics.Point) [][]metrics.Point {
 	}
 	return out
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 func byX(a, b metrics.Point) int {
 	switch {
@@ -158,9 +163,9 @@ func logGrid(top float64, n int) []float64 {
 }
 
 // cdf is the empirical distribution of waits read at each x: the % of jobs
-// that waited at most x seconds. NaN waits are left out.
+// that waited at most x seconds. NaN and infinite waits are left out.
 func cdf(waits []float64, xs []float64) []metrics.Point {
-	vs := slices.DeleteFunc(slices.Clone(waits), func(v float64) bool { return math.IsNaN(v) })
+	vs := slices.DeleteFunc(slices.Clone(waits), func(v float64) bool { return !finite(v) })
 	if len(vs) == 0 {
 		return nil
 	}

@@ -76,8 +76,9 @@ type replay struct {
 	capacity   int64
 	lastT      time.Time
 	first      time.Time
-	area       float64 // allocated-milli × seconds
-	usefulArea float64 // useful-milli × seconds
+	lastArr    time.Time // the last submit: utilisation is measured up to here
+	area       float64   // allocated-milli × seconds
+	usefulArea float64   // useful-milli × seconds
 	engineSec  float64
 	loc        *locality
 	rej        []Rejection
@@ -92,6 +93,9 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 		r.push(j.Submit, evArrive, i)
 		if i == 0 || j.Submit.Before(r.first) {
 			r.first = j.Submit
+		}
+		if j.Submit.After(r.lastArr) {
+			r.lastArr = j.Submit
 		}
 	}
 	r.lastT = r.first
@@ -117,6 +121,7 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 				return r.rej, err
 			}
 		}
+		r.sample(now)
 		if cfg.Progress != nil && processed%64 == 0 {
 			cfg.Progress(processed, total)
 		}
@@ -136,9 +141,17 @@ func (r *replay) push(at time.Time, kind eventKind, job int) {
 // advance integrates utilisation and partial-gang idle time up to now.
 func (r *replay) advance(now time.Time) {
 	dt := now.Sub(r.lastT).Seconds()
+	// Utilisation counts the arrival window only: the drain after the last
+	// submit says more about the longest job than about the scheduler.
+	until := now
+	if until.After(r.lastArr) {
+		until = r.lastArr
+	}
+	if w := until.Sub(r.lastT).Seconds(); w > 0 {
+		r.area += float64(r.allocated) * w
+		r.usefulArea += float64(r.useful) * w
+	}
 	if dt > 0 {
-		r.area += float64(r.allocated) * dt
-		r.usefulArea += float64(r.useful) * dt
 		for _, i := range r.pending {
 			jr := r.jobs[i]
 			if !jr.started && len(jr.bound) > 0 {
@@ -151,6 +164,10 @@ func (r *replay) advance(now time.Time) {
 		}
 	}
 	r.lastT = now
+}
+
+// sample records utilisation from now on (after now's events and cycle).
+func (r *replay) sample(now time.Time) {
 	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{
 		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
 }
@@ -267,9 +284,8 @@ func (r *replay) summarise() {
 			s.JobsStillPending++
 		}
 	}
-	span := r.lastT.Sub(r.first).Seconds()
-	s.MakespanS = span
-	if span > 0 && r.capacity > 0 {
+	s.MakespanS = r.lastT.Sub(r.first).Seconds()
+	if span := r.lastArr.Sub(r.first).Seconds(); span > 0 && r.capacity > 0 {
 		s.UtilizationPct = 100 * r.usefulArea / (span * float64(r.capacity))
 		s.AllocatedPct = 100 * r.area / (span * float64(r.capacity))
 	}

@@ -1,0 +1,343 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/data"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Figures the gen:llm generator is built on (see /work/shared/data/README.md
+// and docs/formats.md):
+//   - Job size: Acme's Kalos cluster (Hu et al., NSDI'24), the LLM-training
+//     cluster of the published set, averages 26.8 GPUs per GPU job, up to
+//     1,024. Seren (5.7), Helios (3.7, up to 2,048) and Philly (1.9) are
+//     older, smaller-job mixes and are not used.
+//   - Runtime: the 83,154 Philly runtimes (Jeon et al., ATC'19), zeros
+//     dropped and capped at a week.
+const (
+	kalosMeanGPUs = 26.8
+	kalosMaxGPUs  = 1024
+	maxRuntime    = 7 * 24 * time.Hour
+	// highPriority is the share of jobs at priority 100 (the rest are at 0
+	// and preemptible): enough to exercise preemption, not to dominate.
+	highPriority = 0.1
+	// llmCheckpoint is how often multi-node jobs checkpoint.
+	llmCheckpoint = 30 * time.Minute
+
+	defaultGenJobs = 2000
+	defaultGenLoad = 0.9
+)
+
+var llmQueues = []string{"team-a", "team-b", "team-c"}
+
+// genParams are the generator's settings after merging the spec and Options.
+type genParams struct {
+	jobs int
+	load float64
+	seed int64
+}
+
+// parseGen reads "gen:llm?jobs=2000&load=0.9&seed=7"; parameters given in
+// the spec win over opt, which wins over the defaults.
+func parseGen(spec string, opt Options) (genParams, error) {
+	p := genParams{jobs: defaultGenJobs, load: defaultGenLoad, seed: opt.Seed}
+	if opt.Jobs > 0 {
+		p.jobs = opt.Jobs
+	}
+	if opt.Load > 0 {
+		p.load = opt.Load
+	}
+	name, query, _ := strings.Cut(strings.TrimPrefix(spec, "gen:"), "?")
+	if name != "llm" {
+		return p, fmt.Errorf("unknown generator %q (known: gen:llm)", spec)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return p, fmt.Errorf("%s: %v", spec, err)
+	}
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := q.Get(k)
+		switch k {
+		case "jobs":
+			p.jobs, err = strconv.Atoi(v)
+		case "load":
+			p.load, err = strconv.ParseFloat(v, 64)
+		case "seed":
+			p.seed, err = strconv.ParseInt(v, 10, 64)
+		default:
+			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed)", spec, k)
+		}
+		if err != nil {
+			return p, fmt.Errorf("%s: %s=%q is not a number", spec, k, v)
+		}
+	}
+	if p.jobs <= 0 || p.jobs > 1_000_000 {
+		return p, fmt.Errorf("%s: jobs=%d: want 1..1000000", spec, p.jobs)
+	}
+	if !(p.load > 0 && p.load <= 100) {
+		return p, fmt.Errorf("%s: load=%g: want a share of GPU capacity above 0 (0.9 = 90%%)", spec, p.load)
+	}
+	return p, nil
+}
+
+// generate runs a generator named by spec.
+func generate(spec string, opt Options) (*Trace, error) {
+	p, err := parseGen(spec, opt)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Cluster == nil {
+		return nil, fmt.Errorf("%s: the generator sizes jobs to a cluster: give one", spec)
+	}
+	runtimes, err := philly()
+	if err != nil {
+		return nil, err
+	}
+	return genLLM(p, opt.Cluster, runtimes)
+}
+
+// genLLM draws the LLM-era gang mix. Every random draw comes from one PCG
+// stream seeded with p.seed, in a fixed order, so one seed is one trace.
+func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, error) {
+	shape, err := llmShapeFor(c)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(uint64(p.seed), 0x636f7272616c)) // "corral"
+	t := &Trace{Name: fmt.Sprintf("gen:llm?jobs=%d&load=%g&seed=%d", p.jobs, p.load, p.seed)}
+	var work float64 // GPU-seconds offered
+	for i := 0; i < p.jobs; i++ {
+		size := shape.sizes.draw(rng)
+		runtime := runtimes[rng.IntN(len(runtimes))]
+		j := &workload.Job{
+			ID:          workload.JobID(fmt.Sprintf("llm-%05d", i)),
+			Queue:       llmQueues[rng.IntN(len(llmQueues))],
+			Preemptible: true,
+			// Users over-estimate: they ask for whole hours.
+			ExpectedRuntime: (runtime + time.Hour - 1).Truncate(time.Hour),
+			Source:          fmt.Sprintf("%s:%d", t.Name, i),
+		}
+		if rng.Float64() < highPriority {
+			j.Priority, j.Preemptible = 100, false
+		}
+		shape.podSets(j, size)
+		work += float64(size) * runtime.Seconds()
+		t.Jobs = append(t.Jobs, Job{Job: j, Runtime: runtime})
+	}
+	// Poisson arrivals at the rate that offers p.load of the GPU capacity:
+	// given n arrivals over a span T, a Poisson process puts them uniformly in
+	// [0, T). Choosing T = work / (load x GPUs) makes the offered load exact
+	// for the drawn jobs instead of only in expectation.
+	span := work / (p.load * float64(shape.capacity))
+	at := make([]float64, p.jobs)
+	for i := range at {
+		at[i] = rng.Float64() * span
+	}
+	slices.Sort(at)
+	for i := range t.Jobs {
+		t.Jobs[i].Submit = Epoch.Add(time.Duration(at[i]) * time.Second)
+	}
+	return t, nil
+}
+
+// llmShape is what the generator derives from the cluster.
+type llmShape struct {
+	capacity  int // GPUs in the cluster
+	podGPUs   int // GPUs per pod of a multi-node job: a power of two that fills a node
+	cpuPerGPU int64
+	memPerGPU int64
+	sizes     sizeDist
+	// required is the narrowest level above the host, and fits the GPUs of
+	// its median domain; preferred is that level's parent.
+	required, preferred string
+	fits                int
+}
+
+func llmShapeFor(c *ClusterSpec) (*llmShape, error) {
+	s := &llmShape{capacity: c.GPUs()}
+	if s.capacity == 0 {
+		return nil, fmt.Errorf("gen:llm: cluster %s has no GPUs", c.Name)
+	}
+	// The reference node is the first with the most GPUs: pods are sized to
+	// a power-of-two share of it, CPU and memory in proportion.
+	ref := &c.Nodes[0]
+	for i := range c.Nodes {
+		if len(c.Nodes[i].Devices) > len(ref.Devices) {
+			ref = &c.Nodes[i]
+		}
+	}
+	s.podGPUs = floorPow2(len(ref.Devices))
+	s.cpuPerGPU = ref.CPUMilli / int64(len(ref.Devices))
+	s.memPerGPU = ref.MemMiB / int64(len(ref.Devices))
+	big := 0 // nodes that can hold a full pod
+	for i := range c.Nodes {
+		if len(c.Nodes[i].Devices) >= s.podGPUs {
+			big++
+		}
+	}
+	maxSize := min(kalosMaxGPUs, floorPow2(max(s.podGPUs, big*s.podGPUs)))
+	// A cluster too small for Kalos' mean keeps its heavy tail at a quarter
+	// of the largest job instead of making nearly every job cluster-sized.
+	s.sizes = powerOfTwoSizes(maxSize, min(kalosMeanGPUs, float64(maxSize)/4))
+
+	if levels := c.Topology.Levels; len(levels) > 0 {
+		narrow := levels[len(levels)-1]
+		s.required = narrow.Name
+		if len(levels) > 1 {
+			s.preferred = levels[len(levels)-2].Name
+		}
+		perDomain := map[string]int{}
+		for i := range c.Nodes {
+			perDomain[c.Nodes[i].Labels[narrow.Label]] += len(c.Nodes[i].Devices)
+		}
+		caps := make([]int, 0, len(perDomain))
+		for _, n := range perDomain {
+			caps = append(caps, n)
+		}
+		slices.Sort(caps)
+		s.fits = caps[(len(caps)-1)/2] // the lower median
+	}
+	return s, nil
+}
+
+// podSets shapes a job of size GPUs: one pod up to a node, else a strict gang
+// of full-node pods. A multi-node job must stay in one narrowest domain when
+// a typical one can hold it, else it prefers one domain of the level above.
+func (s *llmShape) podSets(j *workload.Job, size int) {
+	per := min(size, s.podGPUs)
+	pods := size / per
+	j.PodSets = []workload.PodSet{{Name: "workers", Count: pods, Request: workload.Request{
+		CPUMilli: s.cpuPerGPU * int64(per), MemMiB: s.memPerGPU * int64(per), GPUs: per,
+	}}}
+	if pods == 1 {
+		return
+	}
+	j.MinMembers = pods
+	j.CheckpointInterval = llmCheckpoint
+	switch {
+	case s.required != "" && size <= s.fits:
+		j.Topology.Required = s.required
+	case s.preferred != "":
+		j.Topology.Preferred = s.preferred
+	}
+}
+
+// sizeDist draws job sizes.
+type sizeDist struct {
+	sizes []int
+	cdf   []float64
+	mean  float64
+}
+
+func (d sizeDist) draw(rng *rand.Rand) int {
+	u := rng.Float64()
+	i, _ := slices.BinarySearch(d.cdf, u)
+	return d.sizes[min(i, len(d.sizes)-1)]
+}
+
+// powerOfTwoSizes is P(size = 2^k) proportional to r^k for 2^k <= maxSize,
+// with r found by bisection so that the mean is target: one parameter that
+// gives many small jobs and a long tail of large ones, as Kalos reports. For
+// maxSize 1024 and target 26.8, r is about 0.685: 32% of jobs take one GPU,
+// 79% fit in one 8-GPU node, and 0.7% take 1,024.
+func powerOfTwoSizes(maxSize int, target float64) sizeDist {
+	var sizes []int
+	for s := 1; s <= maxSize; s *= 2 {
+		sizes = append(sizes, s)
+	}
+	mean := func(r float64) float64 {
+		var w, m, rk float64 = 0, 0, 1
+		for _, s := range sizes {
+			w += rk
+			m += rk * float64(s)
+			rk *= r
+		}
+		return m / w
+	}
+	lo, hi := 1e-9, 1e3
+	for range 200 {
+		mid := (lo + hi) / 2
+		if mean(mid) < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	r := (lo + hi) / 2
+	d := sizeDist{sizes: sizes, mean: mean(r)}
+	var w, rk float64 = 0, 1
+	for range sizes {
+		w += rk
+		d.cdf = append(d.cdf, w)
+		rk *= r
+	}
+	for i := range d.cdf {
+		d.cdf[i] /= w
+	}
+	return d
+}
+
+func floorPow2(n int) int {
+	p := 1
+	for p*2 <= n {
+		p *= 2
+	}
+	return p
+}
+
+// philly reads the embedded Philly runtimes, zeros dropped, capped at a week,
+// in whole seconds (at least one).
+func philly() ([]time.Duration, error) {
+	const file = "philly/philly_runtime.csv"
+	f, err := data.FS.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readRuntimes(f, "data/"+file)
+}
+
+func readRuntimes(r io.Reader, name string) ([]time.Duration, error) {
+	f, err := openCSV(r, name, []string{"runtime"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for {
+		ok, err := f.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		v, err := strconv.ParseFloat(f.str("runtime"), 64)
+		if err != nil || math.IsNaN(v) || v < 0 {
+			return nil, f.errAt("runtime", "malformed runtime %q", f.str("runtime"))
+		}
+		if v == 0 {
+			continue // jobs that never ran say nothing about run time
+		}
+		d := time.Duration(math.Ceil(min(v, maxRuntime.Seconds()))) * time.Second
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil, errorf(name, 0, "", "no positive runtimes")
+	}
+	return out, nil
+}
