@@ -155,6 +155,9 @@ func (b *JobBuilder) Milli(m int) *JobBuilder {
 	return b
 }
 
+// Scope requires each pod's GPUs to share one group of an intra-node level.
+func (b *JobBuilder) Scope(sc workload.DeviceScope) *JobBuilder { b.set.Request.Scope = sc; return b }
+
 // CPU sets CPU per pod in milli-cores.
 func (b *JobBuilder) CPU(m int64) *JobBuilder { b.set.Request.CPUMilli = m; return b }
 

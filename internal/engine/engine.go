@@ -260,7 +260,7 @@ func shapeKey(g placement.Gang) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
 	for _, p := range g.Pods {
-		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask))
+		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask), p.Scope)
 	}
 	return b.String()
 }

@@ -331,3 +331,27 @@ func TestCycleNeverDoubleBooks(t *testing.T) {
 		}
 	}
 }
+
+func TestDeviceScopeIsARequirement(t *testing.T) {
+	// One GPU free on each PCIe switch: a pair that must share a switch
+	// waits; an unconstrained pair is placed.
+	s := build.State(build.Topo(), build.Node().Name("n").Times(1))
+	for _, k := range []int{0, 2, 4, 6} {
+		if err := s.Allocate(0, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scoped := build.Job("scoped").GPUs(2).Scope(workload.ScopePCIe).Obj()
+	if got := outcomeOf(cycle(s, Corral, scoped), "scoped"); got.Placed || got.Verdict != placement.WaitFree {
+		t.Errorf("scoped pair: want waiting, got %+v", got)
+	}
+	free := build.Job("free").GPUs(2).Obj()
+	if got := outcomeOf(cycle(s, Corral, free), "free"); !got.Placed {
+		t.Errorf("unconstrained pair: want placed, got %+v", got)
+	}
+	empty := build.State(build.Topo(), build.Node().Name("n").Times(1))
+	plan := cycle(empty, Corral, scoped)
+	if len(plan.Binds) != 1 || plan.Binds[0].Pods[0].Devices[0] != "gpu0" || plan.Binds[0].Pods[0].Devices[1] != "gpu1" {
+		t.Errorf("scoped pair on an empty node: %+v", plan)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // DeviceOrder says how a pod's GPUs are picked inside a node.
@@ -36,9 +37,38 @@ func deviceKey(d *cluster.Device, level int) int {
 
 const deviceLevels = 4
 
+// scopeLevel maps a request's device scope to the deviceKey level, or -1.
+func scopeLevel(sc workload.DeviceScope) int {
+	switch sc {
+	case workload.ScopeNVLink:
+		return 0
+	case workload.ScopeSocket:
+		return 1
+	case workload.ScopeNUMA:
+		return 2
+	case workload.ScopePCIe:
+		return 3
+	}
+	return -1
+}
+
+// inOneGroup reports whether the set shares one group at level lv.
+func inOneGroup(node *cluster.Node, set []int, lv int) bool {
+	for _, i := range set[1:] {
+		if deviceKey(&node.Devices[i], lv) != deviceKey(&node.Devices[set[0]], lv) {
+			return false
+		}
+	}
+	return true
+}
+
 // pickWhole chooses k wholly free GPUs of an accepted model on node n, or nil.
-// All GPUs of one pod share a model.
+// All GPUs of one pod share a model; with a scope they share that group too.
 func pickWhole(s *cluster.State, n int, k int, mask cluster.ModelMask, order DeviceOrder) []int {
+	return pickScoped(s, n, k, mask, order, -1)
+}
+
+func pickScoped(s *cluster.State, n int, k int, mask cluster.ModelMask, order DeviceOrder, scope int) []int {
 	node := s.Node(n)
 	free := s.GPUFree(n)
 	var best []int
@@ -55,6 +85,20 @@ func pickWhole(s *cluster.State, n int, k int, mask cluster.ModelMask, order Dev
 		}
 		if len(cand) < k {
 			continue
+		}
+		if scope >= 0 {
+			// Only one group at the scope level may serve: take the fullest
+			// that holds k, then choose inside it as usual.
+			var bestGroup []int
+			for _, g := range groupBy(node, cand, scope) {
+				if len(g) >= k && (bestGroup == nil || len(g) < len(bestGroup)) {
+					bestGroup = g
+				}
+			}
+			if bestGroup == nil {
+				continue
+			}
+			cand = bestGroup
 		}
 		var got []int
 		switch {

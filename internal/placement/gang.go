@@ -57,6 +57,9 @@ func canHost(s *cluster.State, n int, r *PodReq) bool {
 	if r.GPUMilliTotal() == 0 {
 		return true
 	}
+	if lv := scopeLevel(r.Scope); lv >= 0 && !r.Fractional() {
+		return pickScoped(s, n, r.GPUs, r.Mask, Interconnect, lv) != nil
+	}
 	need, per := r.DeviceCount(), int32(r.PerGPUMilli())
 	for k, f := range s.GPUFree(n) {
 		if f >= per && r.Mask.Has(s.DeviceModel(n, k)) {
@@ -83,7 +86,7 @@ func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
 		}
 		a.Devices = []cluster.DeviceShare{{Device: gpu, Milli: int32(r.GPUMilli)}}
 	case r.GPUs > 0:
-		devs := pickWhole(p.s, n, r.GPUs, r.Mask, p.devices)
+		devs := pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
 		if devs == nil {
 			return false
 		}
@@ -229,7 +232,7 @@ func groupPods(pods []PodReq) []podGroup {
 
 func sameRequest(a, b *PodReq) bool {
 	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
-		a.GPUMilli == b.GPUMilli && a.Mask == b.Mask
+		a.GPUMilli == b.GPUMilli && a.Mask == b.Mask && a.Scope == b.Scope
 }
 
 // bound is an upper bound, from domain aggregates alone, on how many of the

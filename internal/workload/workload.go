@@ -25,6 +25,24 @@ type Request struct {
 	GPUMilli int
 	// Models lists the GPU models the pod accepts; empty accepts any.
 	Models []string
+	// Scope, when set, requires all of the pod's GPUs to share one group of
+	// that intra-node level (e.g. a DRA claim's matchAttribute on pcieRoot).
+	Scope DeviceScope
+}
+
+// DeviceScope is an intra-node level a pod's GPUs must share.
+type DeviceScope uint8
+
+const (
+	ScopeAny    DeviceScope = iota
+	ScopeNVLink             // one NVLink / NVSwitch group
+	ScopeSocket             // one CPU socket
+	ScopeNUMA               // one NUMA node
+	ScopePCIe               // one PCIe switch (root)
+)
+
+func (s DeviceScope) String() string {
+	return [...]string{"any", "nvlink", "socket", "numa", "pcie"}[s]
 }
 
 // Fractional reports whether the request is a share of one GPU.
@@ -82,6 +100,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("GPU fraction %dm is above one GPU (1000m)", r.GPUMilli)
 	case r.Fractional() && r.GPUs != 1:
 		return fmt.Errorf("a GPU fraction (%dm) applies to exactly one GPU, not %d", r.GPUMilli, r.GPUs)
+	case r.Scope > ScopePCIe:
+		return fmt.Errorf("unknown device scope %d", r.Scope)
 	}
 	return nil
 }
@@ -99,6 +119,9 @@ func (r Request) String() string {
 	}
 	if len(r.Models) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(r.Models, "|"))
+	}
+	if r.Scope != ScopeAny {
+		fmt.Fprintf(&b, " on one %s", r.Scope)
 	}
 	fmt.Fprintf(&b, ", %dm CPU, %d MiB", r.CPUMilli, r.MemMiB)
 	return b.String()
