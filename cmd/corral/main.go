@@ -32,7 +32,7 @@ and trace and writes a report.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newSchedulerCmd(), newVersionCmd())
 	return root
 }
 

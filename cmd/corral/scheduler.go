@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/corral-dev/corral/internal/kube"
+)
+
+type schedulerOptions struct {
+	kubeconfig    string
+	name          string
+	gpuResource   string
+	draDriver     string
+	topology      string
+	nodeSelector  string
+	cycle         time.Duration
+	metricsAddr   string
+	healthAddr    string
+	leaderElect   bool
+	leaseNS       string
+	leaseName     string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+	logLevel      string
+	qps           float32
+	burst         int
+}
+
+func newSchedulerCmd() *cobra.Command {
+	o := schedulerOptions{}
+	cmd := &cobra.Command{
+		Use:   "scheduler",
+		Short: "Schedule the pods of a Kubernetes cluster whose schedulerName is corral",
+		Long: `scheduler watches the cluster through informers and places every pod with
+spec.schedulerName: corral as part of its gang, binding through the API
+(ResourceClaims first, then pods/binding). Pending pods get PodScheduled=False
+with corral's reason. With --leader-elect, replicas share a Lease and one is
+active.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runScheduler(o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+	f.StringVar(&o.name, "scheduler-name", "corral", "spec.schedulerName of the pods to schedule")
+	f.StringVar(&o.gpuResource, "gpu-resource", "nvidia.com/gpu", "extended resource of whole GPUs")
+	f.StringVar(&o.draDriver, "dra-driver", "gpu.nvidia.com", "DRA driver whose GPUs corral allocates")
+	f.StringVar(&o.topology, "topology", "", "Topology object to use (default: the only one)")
+	f.StringVar(&o.nodeSelector, "node-selector", "", "label selector of the nodes corral may use")
+	f.DurationVar(&o.cycle, "cycle-interval", time.Second, "longest time between cycles (events wake it sooner)")
+	f.StringVar(&o.metricsAddr, "metrics-address", ":8080", "address of /metrics (empty: off)")
+	f.StringVar(&o.healthAddr, "health-address", ":8081", "address of /healthz and /readyz (empty: off)")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
+	f.StringVar(&o.leaseNS, "leader-elect-namespace", "corral-system", "namespace of the Lease")
+	f.StringVar(&o.leaseName, "leader-elect-name", "corral-scheduler", "name of the Lease")
+	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "Lease duration")
+	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing")
+	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates retry")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.Float32Var(&o.qps, "kube-api-qps", 200, "client QPS to the API server")
+	f.IntVar(&o.burst, "kube-api-burst", 400, "client burst to the API server")
+	return cmd
+}
+
+// restConfig loads the kubeconfig the flags or environment name.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		if c, err := rest.InClusterConfig(); err == nil {
+			return c, nil
+		}
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path == "" {
+		return nil, fmt.Errorf("no kubeconfig: pass --kubeconfig or set KUBECONFIG")
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+func runScheduler(o schedulerOptions) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "corral-scheduler"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	sched, err := kube.New(client, dyn, kube.Options{
+		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
+		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
+		Logger: log, Registry: reg,
+	})
+	if err != nil {
+		return err
+	}
+	// A stand-by replica is ready: it serves its purpose by waiting for the
+	// Lease. The active one is ready once its caches have synced.
+	var leading atomic.Bool
+	ready := func() bool { return !leading.Load() || sched.Ready() }
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- kube.Serve(ctx, o.metricsAddr, o.healthAddr, reg, ready) }()
+
+	le := kube.LeaderElection{Enabled: o.leaderElect, Namespace: o.leaseNS, LeaseName: o.leaseName,
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod}
+	var runErr error
+	err = kube.RunElected(ctx, client, le, log, func(ctx context.Context) {
+		leading.Store(true)
+		runErr = sched.Run(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case e := <-serveErr:
+		if e != nil {
+			return e
+		}
+	default:
+	}
+	return runErr
+}

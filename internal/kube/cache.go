@@ -1,0 +1,337 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// adapterConfig is what the conversion code needs of the configuration.
+type adapterConfig struct {
+	schedulerName string
+	gpuResource   string
+	draDriver     string
+	topologyName  string
+	nodeSelector  labels.Selector
+}
+
+// Group-version-resources read through the dynamic client, so that one
+// adapter serves the versions the API server offers.
+var (
+	podGroupVersions = []schema.GroupVersionResource{
+		{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"},  // 1.37
+		{Group: "scheduling.k8s.io", Version: "v1alpha2", Resource: "podgroups"}, // 1.36
+	}
+	topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "topologies"}
+)
+
+// Cache is the informer-fed view of the cluster. Informers keep it current;
+// a cycle reads it through listers. The assumed map (bindings this process
+// made that the informer has not shown yet) is guarded by mu.
+type Cache struct {
+	cfg     adapterConfig
+	factory informers.SharedInformerFactory
+	dynF    dynamicinformer.DynamicSharedInformerFactory
+
+	pods        cache.SharedIndexInformer
+	nodes       cache.SharedIndexInformer
+	jobs        cache.SharedIndexInformer
+	slices      cache.SharedIndexInformer
+	claims      cache.SharedIndexInformer
+	classes     cache.SharedIndexInformer
+	podGroups   cache.SharedIndexInformer // nil when the API server serves none
+	topologies  cache.SharedIndexInformer // nil when the CRD is not installed
+	podGroupGVR schema.GroupVersionResource
+
+	wake chan struct{}
+
+	mu      sync.Mutex
+	assumed map[string]assumedPod // pod UID -> binding in flight
+}
+
+type assumedPod struct {
+	node        string
+	annotations map[string]string
+	at          time.Time
+}
+
+// NewCache sets up informers; Start runs them.
+func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterConfig) (*Cache, error) {
+	c := &Cache{cfg: cfg, wake: make(chan struct{}, 1), assumed: map[string]assumedPod{}}
+	c.factory = informers.NewSharedInformerFactory(client, 0)
+	c.pods = c.factory.Core().V1().Pods().Informer()
+	c.nodes = c.factory.Core().V1().Nodes().Informer()
+	c.jobs = c.factory.Batch().V1().Jobs().Informer()
+	c.slices = c.factory.Resource().V1().ResourceSlices().Informer()
+	c.claims = c.factory.Resource().V1().ResourceClaims().Informer()
+	c.classes = c.factory.Resource().V1().DeviceClasses().Informer()
+
+	c.dynF = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	served := servedResources(client)
+	for _, gvr := range podGroupVersions {
+		if served[gvr] {
+			c.podGroupGVR = gvr
+			c.podGroups = c.dynF.ForResource(gvr).Informer()
+			break
+		}
+	}
+	if served[topologyGVR] {
+		c.topologies = c.dynF.ForResource(topologyGVR).Informer()
+	}
+	for _, inf := range c.informers() {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.Wake() },
+			UpdateFunc: func(any, any) { c.Wake() },
+			DeleteFunc: func(any) { c.Wake() },
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cache) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{c.pods, c.nodes, c.jobs, c.slices, c.claims, c.classes}
+	if c.podGroups != nil {
+		out = append(out, c.podGroups)
+	}
+	if c.topologies != nil {
+		out = append(out, c.topologies)
+	}
+	return out
+}
+
+// servedResources asks discovery which of the optional resources exist.
+func servedResources(client kubernetes.Interface) map[schema.GroupVersionResource]bool {
+	out := map[schema.GroupVersionResource]bool{}
+	for _, gvr := range append(append([]schema.GroupVersionResource(nil), podGroupVersions...), topologyGVR) {
+		list, err := client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if r.Name == gvr.Resource {
+				out[gvr] = true
+			}
+		}
+	}
+	return out
+}
+
+// Start runs the informers and waits for their first lists.
+func (c *Cache) Start(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	c.dynF.Start(ctx.Done())
+	var synced []cache.InformerSynced
+	for _, inf := range c.informers() {
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("informer caches did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+// Wake asks for a cycle soon; it never blocks.
+func (c *Cache) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Woken delivers wake-ups.
+func (c *Cache) Woken() <-chan struct{} { return c.wake }
+
+// assume records a binding this process made, so that the next snapshot
+// counts the pod as bound before the informer shows it.
+func (c *Cache) assume(uid, node string, annotations map[string]string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.assumed[uid] = assumedPod{node: node, annotations: annotations, at: now}
+}
+
+// forget drops an assumption (the binding failed).
+func (c *Cache) forget(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.assumed, uid)
+}
+
+// assumedNow returns the assumptions still needed: a pod whose informer copy
+// is bound, or gone, no longer needs one; nor does one older than a minute
+// (the binding's fate is in the informer by then).
+func (c *Cache) assumedNow(pods []*corev1.Pod, now time.Time) map[string]assumedPod {
+	byUID := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byUID[string(p.UID)] = p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]assumedPod{}
+	for uid, a := range c.assumed {
+		p, ok := byUID[uid]
+		if !ok || p.Spec.NodeName != "" || now.Sub(a.at) > time.Minute {
+			delete(c.assumed, uid)
+			continue
+		}
+		out[uid] = a
+	}
+	return out
+}
+
+// lists of typed objects, sorted by namespace/name for determinism.
+
+func (c *Cache) listPods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range c.pods.GetStore().List() {
+		out = append(out, o.(*corev1.Pod))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func (c *Cache) listNodes() []*corev1.Node {
+	var out []*corev1.Node
+	for _, o := range c.nodes.GetStore().List() {
+		out = append(out, o.(*corev1.Node))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (c *Cache) listSlices() []*resourcev1.ResourceSlice {
+	var out []*resourcev1.ResourceSlice
+	for _, o := range c.slices.GetStore().List() {
+		out = append(out, o.(*resourcev1.ResourceSlice))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (c *Cache) listClaims() []*resourcev1.ResourceClaim {
+	var out []*resourcev1.ResourceClaim
+	for _, o := range c.claims.GetStore().List() {
+		out = append(out, o.(*resourcev1.ResourceClaim))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// topologyLevels reads the Topology object: level names to node labels, in
+// order, widest first. No object (or no CRD) means a flat cluster.
+func (c *Cache) topologyLevels() (names []string, labelOf map[string]string, err error) {
+	labelOf = map[string]string{}
+	if c.topologies == nil {
+		return nil, labelOf, nil
+	}
+	var objs []*unstructured.Unstructured
+	for _, o := range c.topologies.GetStore().List() {
+		objs = append(objs, o.(*unstructured.Unstructured))
+	}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].GetName() < objs[j].GetName() })
+	var chosen *unstructured.Unstructured
+	switch {
+	case c.cfg.topologyName != "":
+		for _, o := range objs {
+			if o.GetName() == c.cfg.topologyName {
+				chosen = o
+			}
+		}
+		if chosen == nil {
+			return nil, labelOf, fmt.Errorf("Topology %q not found", c.cfg.topologyName)
+		}
+	case len(objs) == 1:
+		chosen = objs[0]
+	case len(objs) > 1:
+		return nil, labelOf, fmt.Errorf("%d Topology objects and no topologyName in the configuration", len(objs))
+	default:
+		return nil, labelOf, nil
+	}
+	levels, _, _ := unstructured.NestedSlice(chosen.Object, "spec", "levels")
+	for i, l := range levels {
+		m, ok := l.(map[string]any)
+		if !ok {
+			return nil, labelOf, fmt.Errorf("Topology %s: level %d is not an object", chosen.GetName(), i)
+		}
+		name, _ := m["name"].(string)
+		label, _ := m["nodeLabel"].(string)
+		if name == "" || label == "" {
+			return nil, labelOf, fmt.Errorf("Topology %s: level %d needs a name and a nodeLabel", chosen.GetName(), i)
+		}
+		names = append(names, name)
+		labelOf[name] = label
+	}
+	return names, labelOf, nil
+}
+
+// lookup implements groupLookup over the informer stores.
+type lookup struct{ c *Cache }
+
+func (l lookup) jobParallelism(ns, name string) (int, bool) {
+	o, ok, err := l.c.jobs.GetStore().GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return 0, false
+	}
+	j := o.(*batchv1.Job)
+	if j.Spec.Parallelism == nil {
+		return 1, true
+	}
+	return int(*j.Spec.Parallelism), true
+}
+
+func (l lookup) podGroup(ns, name string) (int, string, bool) {
+	if l.c.podGroups == nil {
+		return 0, "", false
+	}
+	o, ok, err := l.c.podGroups.GetStore().GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return 0, "", false
+	}
+	u := o.(*unstructured.Unstructured)
+	minCount, _, _ := unstructured.NestedInt64(u.Object, "spec", "schedulingPolicy", "gang", "minCount")
+	key := ""
+	if topo, ok, _ := unstructured.NestedSlice(u.Object, "spec", "schedulingConstraints", "topology"); ok && len(topo) > 0 {
+		if m, ok := topo[0].(map[string]any); ok {
+			key, _ = m["key"].(string)
+		}
+	}
+	return int(minCount), key, true
+}
+
+func (l lookup) claim(ns, name string) (*resourcev1.ResourceClaim, bool) {
+	o, ok, err := l.c.claims.GetStore().GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return o.(*resourcev1.ResourceClaim), true
+}
+
+func (l lookup) deviceClass(name string) bool {
+	_, ok, err := l.c.classes.GetStore().GetByKey(name)
+	return err == nil && ok
+}

@@ -1,0 +1,383 @@
+package kube
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Owner labels of workload controllers whose pods form one gang.
+var gangLabels = []struct{ kind, label string }{
+	{"JobSet", "jobset.sigs.k8s.io/jobset-name"},
+	{"LeaderWorkerSet", "leaderworkerset.sigs.k8s.io/name"},
+	{"RayCluster", "ray.io/cluster"},
+	{"KubeflowJob", "training.kubeflow.org/job-name"},
+}
+
+// groupLookup answers what the adapter knows of a pod's group objects.
+type groupLookup interface {
+	// jobParallelism returns a batch/v1 Job's parallelism.
+	jobParallelism(namespace, name string) (int, bool)
+	// podGroup returns an upstream PodGroup's gang minimum and topology key.
+	podGroup(namespace, name string) (minCount int, topologyKey string, ok bool)
+	// claim returns a ResourceClaim by namespace and name.
+	claim(namespace, name string) (*resourcev1.ResourceClaim, bool)
+	// deviceClass reports whether a DeviceClass exists.
+	deviceClass(name string) bool
+}
+
+// kjob is one job as the adapter sees it: the engine's Job plus the pods
+// behind each PodRef.
+type kjob struct {
+	key     string // e.g. "job/ns/name", "podgroup/ns/name", "pod/ns/name"
+	job     *workload.Job
+	pods    map[workload.PodRef]*corev1.Pod
+	refs    []workload.PodRef // in pod-set order
+	bound   map[workload.PodRef]string
+	group   string // PodGroup name, when the gang came from one
+	invalid string // the job cannot be scheduled as written: why
+	waiting string // the job is not ready to be scheduled yet: why
+}
+
+// pending reports whether some pod still waits for a node.
+func (k *kjob) pending() bool { return len(k.bound) < len(k.refs) }
+
+// gangKey finds which gang a pod belongs to and how its minimum is known.
+func gangKey(p *corev1.Pod) (key, kind, name string) {
+	ns := p.Namespace
+	if g := p.Spec.SchedulingGroup; g != nil && g.PodGroupName != nil && *g.PodGroupName != "" {
+		return "podgroup/" + ns + "/" + *g.PodGroupName, "PodGroup", *g.PodGroupName
+	}
+	if g := p.Annotations[v1alpha1.AnnotationGang]; g != "" {
+		return "gang/" + ns + "/" + g, "Gang", g
+	}
+	for _, gl := range gangLabels {
+		if v := p.Labels[gl.label]; v != "" {
+			return strings.ToLower(gl.kind) + "/" + ns + "/" + v, gl.kind, v
+		}
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Controller != nil && *o.Controller && o.Kind == "Job" && strings.HasPrefix(o.APIVersion, "batch/") {
+			return "job/" + ns + "/" + o.Name, "Job", o.Name
+		}
+	}
+	return "pod/" + ns + "/" + p.Name, "Pod", p.Name
+}
+
+// buildJobs groups corral's non-terminal pods into jobs. Pods that are bound
+// (spec.nodeName set, or assumed by a binding in flight) are part of their
+// job but not waiting.
+func buildJobs(pods []*corev1.Pod, assumed map[string]string, groups groupLookup, levels map[string]string, cfg adapterConfig) []*kjob {
+	byKey := map[string][]*corev1.Pod{}
+	var keys []string
+	for _, p := range pods {
+		if p.Spec.SchedulerName != cfg.schedulerName || terminal(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		k, _, _ := gangKey(p)
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], p)
+	}
+	sort.Strings(keys)
+	var out []*kjob
+	for _, k := range keys {
+		members := byKey[k]
+		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
+		out = append(out, newJob(k, members, assumed, groups, levels, cfg))
+	}
+	return out
+}
+
+func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups groupLookup, levels map[string]string, cfg adapterConfig) *kjob {
+	first := members[0]
+	_, kind, name := gangKey(first)
+	kj := &kjob{key: key, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
+	j := &workload.Job{ID: workload.JobID(key), Queue: first.Labels[v1alpha1.LabelQueue], Source: first.Namespace + "/" + first.Name}
+	if j.Queue == "" {
+		j.Queue = "default"
+	}
+	kj.job = j
+	var problems []string
+	// Pod sets: pods with equal requests, in name order of their first pod.
+	type set struct {
+		req  workload.Request
+		pods []*corev1.Pod
+	}
+	var sets []*set
+	for _, p := range members {
+		req, err := podRequest(p, cfg.gpuResource, cfg.draDriver, groups)
+		if nr, ok := err.(errNotReady); ok {
+			kj.waiting = fmt.Sprintf("pod %s: %s", p.Name, nr.msg)
+			continue
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("pod %s: %v", p.Name, err))
+			continue
+		}
+		if p.Spec.Priority != nil && *p.Spec.Priority > j.Priority {
+			j.Priority = *p.Spec.Priority
+		}
+		if j.Submit.IsZero() || p.CreationTimestamp.Time.Before(j.Submit) {
+			j.Submit = p.CreationTimestamp.Time
+		}
+		placed := false
+		for _, s := range sets {
+			if sameRequest(s.req, req) {
+				s.pods = append(s.pods, p)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			sets = append(sets, &set{req: req, pods: []*corev1.Pod{p}})
+		}
+	}
+	for si, s := range sets {
+		j.PodSets = append(j.PodSets, workload.PodSet{Name: fmt.Sprintf("set-%d", si), Count: len(s.pods), Request: s.req})
+		for i, p := range s.pods {
+			ref := workload.PodRef{Job: j.ID, PodSet: si, Index: i}
+			kj.pods[ref] = p
+			kj.refs = append(kj.refs, ref)
+			if p.Spec.NodeName != "" {
+				kj.bound[ref] = p.Spec.NodeName
+			} else if n, ok := assumed[string(p.UID)]; ok {
+				kj.bound[ref] = n
+			}
+		}
+	}
+
+	// The gang minimum and topology: annotations win over what the owner says.
+	minMembers := 0
+	switch kind {
+	case "Job":
+		if par, ok := groups.jobParallelism(first.Namespace, name); ok {
+			minMembers = par
+		}
+	case "PodGroup":
+		kj.group = name
+		mc, topoKey, ok := groups.podGroup(first.Namespace, name)
+		if !ok {
+			kj.waiting = fmt.Sprintf("PodGroup %s/%s does not exist yet", first.Namespace, name)
+		}
+		minMembers = mc
+		if topoKey != "" {
+			if lv, ok := levelByLabel(levels, topoKey); ok {
+				j.Topology.Required = lv
+			} else {
+				problems = append(problems, fmt.Sprintf("PodGroup topology key %q is not a level of the cluster's Topology", topoKey))
+			}
+		}
+	}
+	ann := first.Annotations
+	if v := ann[v1alpha1.AnnotationMinMembers]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q: want a positive integer", v1alpha1.AnnotationMinMembers, v))
+		} else {
+			minMembers = n
+		}
+	}
+	j.MinMembers = minMembers
+	if v := ann[v1alpha1.AnnotationRequiredTopology]; v != "" {
+		j.Topology.Required = v
+	}
+	if v := ann[v1alpha1.AnnotationPreferredTopology]; v != "" {
+		j.Topology.Preferred = v
+	}
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{{v1alpha1.AnnotationExpectedRuntime, &j.ExpectedRuntime}, {v1alpha1.AnnotationCheckpointInterval, &j.CheckpointInterval}} {
+		if v := ann[d.key]; v != "" {
+			dur, err := time.ParseDuration(v)
+			if err != nil || dur < 0 {
+				problems = append(problems, fmt.Sprintf("annotation %s=%q: want a duration such as 6h", d.key, v))
+			} else {
+				*d.dst = dur
+			}
+		}
+	}
+	j.Preemptible = true
+	if v := ann[v1alpha1.AnnotationPreemptible]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q: want true or false", v1alpha1.AnnotationPreemptible, v))
+		} else {
+			j.Preemptible = b
+		}
+	}
+	if len(problems) > 0 {
+		kj.invalid = strings.Join(problems, "; ")
+		return kj
+	}
+	if minMembers > len(members) && kj.waiting == "" {
+		kj.waiting = fmt.Sprintf("gang waits for its pods: %d of %d exist", len(members), minMembers)
+	}
+	return kj
+}
+
+func levelByLabel(levels map[string]string, label string) (string, bool) {
+	for name, l := range levels {
+		if l == label {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func sameRequest(a, b workload.Request) bool {
+	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
+		a.GPUMilli == b.GPUMilli && a.Scope == b.Scope && strings.Join(a.Models, "|") == strings.Join(b.Models, "|")
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// podRequest is what one pod asks for: CPU and memory as the scheduler
+// counts them (containers summed, init containers at their peak, plus
+// overhead), whole GPUs of the extended resource, a fraction by annotation,
+// and GPUs of DRA claims.
+func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup) (workload.Request, error) {
+	var r workload.Request
+	var cpu, mem, gpus int64
+	for _, c := range p.Spec.Containers {
+		cpu += c.Resources.Requests.Cpu().MilliValue()
+		mem += c.Resources.Requests.Memory().Value()
+		gpus += gpuCount(c.Resources, gpuResource)
+	}
+	for _, c := range p.Spec.InitContainers {
+		cpu = max(cpu, c.Resources.Requests.Cpu().MilliValue())
+		mem = max(mem, c.Resources.Requests.Memory().Value())
+		gpus = max(gpus, gpuCount(c.Resources, gpuResource))
+	}
+	if p.Spec.Overhead != nil {
+		cpu += p.Spec.Overhead.Cpu().MilliValue()
+		mem += p.Spec.Overhead.Memory().Value()
+	}
+	r.CPUMilli, r.MemMiB, r.GPUs = cpu, (mem+(1<<20)-1)>>20, int(min(gpus, 1<<16))
+	if v := p.Annotations[v1alpha1.AnnotationGPUMilli]; v != "" {
+		m, err := strconv.Atoi(v)
+		if err != nil || m < 1 || m > 1000 {
+			return r, fmt.Errorf("annotation %s=%q: want 1-1000 milli of one GPU", v1alpha1.AnnotationGPUMilli, v)
+		}
+		if r.GPUs > 1 {
+			return r, fmt.Errorf("annotation %s asks for a fraction of one GPU but the pod requests %d GPUs", v1alpha1.AnnotationGPUMilli, r.GPUs)
+		}
+		r.GPUs = 1
+		if m < 1000 {
+			r.GPUMilli = m
+		}
+	}
+	if v := p.Annotations[v1alpha1.AnnotationGPUModels]; v != "" {
+		for _, m := range strings.Split(v, "|") {
+			if m = strings.TrimSpace(m); m != "" {
+				r.Models = append(r.Models, m)
+			}
+		}
+	}
+	if len(p.Spec.ResourceClaims) > 0 {
+		n, scope, err := claimGPUs(p, draDriver, groups)
+		if err != nil {
+			return r, err
+		}
+		if n > 0 {
+			if r.GPUs > 0 {
+				return r, fmt.Errorf("the pod asks for GPUs both as %s and through ResourceClaims", gpuResource)
+			}
+			r.GPUs, r.Scope = n, scope
+		}
+	}
+	return r, r.Validate()
+}
+
+func gpuCount(res corev1.ResourceRequirements, gpuResource string) int64 {
+	name := corev1.ResourceName(gpuResource)
+	if q, ok := res.Limits[name]; ok {
+		return q.Value()
+	}
+	if q, ok := res.Requests[name]; ok {
+		return q.Value()
+	}
+	return 0
+}
+
+// claimName resolves the ResourceClaim a pod's claim entry refers to.
+func claimName(p *corev1.Pod, rc corev1.PodResourceClaim) (string, bool) {
+	if rc.ResourceClaimName != nil {
+		return *rc.ResourceClaimName, true
+	}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.Name == rc.Name && s.ResourceClaimName != nil {
+			return *s.ResourceClaimName, true
+		}
+	}
+	return "", false
+}
+
+// claimGPUs counts the GPUs a pod's unallocated claims ask for and the
+// intra-node scope their matchAttribute constraints require.
+func claimGPUs(p *corev1.Pod, draDriver string, groups groupLookup) (int, workload.DeviceScope, error) {
+	total := 0
+	scope := workload.ScopeAny
+	for _, rc := range p.Spec.ResourceClaims {
+		name, ok := claimName(p, rc)
+		if !ok {
+			return 0, 0, errNotReady{fmt.Sprintf("ResourceClaim for %q is not created yet", rc.Name)}
+		}
+		c, ok := groups.claim(p.Namespace, name)
+		if !ok {
+			return 0, 0, errNotReady{fmt.Sprintf("ResourceClaim %s not found", name)}
+		}
+		if c.Status.Allocation != nil {
+			continue // allocated already (e.g. shared): its devices are counted as used
+		}
+		for _, req := range c.Spec.Devices.Requests {
+			if req.Exactly == nil {
+				return 0, 0, fmt.Errorf("ResourceClaim %s request %q: only exactly-requests are supported (firstAvailable is not yet)", name, req.Name)
+			}
+			if !groups.deviceClass(req.Exactly.DeviceClassName) {
+				return 0, 0, fmt.Errorf("ResourceClaim %s request %q: DeviceClass %q does not exist", name, req.Name, req.Exactly.DeviceClassName)
+			}
+			if req.Exactly.AllocationMode == resourcev1.DeviceAllocationModeAll {
+				return 0, 0, fmt.Errorf("ResourceClaim %s request %q: allocationMode All is not supported yet", name, req.Name)
+			}
+			count := int(req.Exactly.Count)
+			if count == 0 {
+				count = 1
+			}
+			total += count
+		}
+		for _, con := range c.Spec.Devices.Constraints {
+			if con.MatchAttribute == nil {
+				continue
+			}
+			switch string(*con.MatchAttribute) {
+			case attrPCIeRoot:
+				scope = max(scope, workload.ScopePCIe)
+			case attrNUMANode:
+				scope = max(scope, workload.ScopeNUMA)
+			default:
+				// Attributes every device of a node shares (model, driver version)
+				// hold anyway for one node's GPUs of one model.
+			}
+		}
+	}
+	return total, scope, nil
+}
+
+// errNotReady is a request that cannot be read yet but will be (a claim the
+// controller has not created): the job waits rather than fails.
+type errNotReady struct{ msg string }
+
+func (e errNotReady) Error() string { return e.msg }

@@ -1,0 +1,227 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/placement"
+)
+
+// Options configure the Kubernetes driver.
+type Options struct {
+	SchedulerName string
+	GPUResource   string
+	DRADriver     string
+	TopologyName  string
+	NodeSelector  string        // label selector of the nodes corral may use; "" = all
+	CycleInterval time.Duration // a cycle runs at least this often; events wake it sooner
+	Logger        *slog.Logger
+	Registry      prometheus.Registerer // nil: metrics are not registered
+	Clock         func() time.Time      // nil: the wall clock
+}
+
+// Scheduler drives the engine against a cluster.
+type Scheduler struct {
+	opts     Options
+	client   kubernetes.Interface
+	cache    *Cache
+	engine   *engine.Engine
+	binder   *binder
+	reporter *reporter
+	metrics  *metrics
+	log      *slog.Logger
+	ready    atomic.Bool
+	events   events.EventBroadcaster
+}
+
+// CycleResult summarises one cycle, for logs and tests.
+type CycleResult struct {
+	Plan           engine.Plan
+	PodsBound      int
+	BindErrors     []error
+	PendingJobs    int
+	InvalidJobs    int
+	WaitingForPods int
+}
+
+// New prepares a scheduler; Run starts it.
+func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Scheduler, error) {
+	if opts.SchedulerName == "" {
+		opts.SchedulerName = "corral"
+	}
+	if opts.GPUResource == "" {
+		opts.GPUResource = "nvidia.com/gpu"
+	}
+	if opts.DRADriver == "" {
+		opts.DRADriver = "gpu.nvidia.com"
+	}
+	if opts.CycleInterval <= 0 {
+		opts.CycleInterval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	cfg := adapterConfig{schedulerName: opts.SchedulerName, gpuResource: opts.GPUResource,
+		draDriver: opts.DRADriver, topologyName: opts.TopologyName}
+	if opts.NodeSelector != "" {
+		sel, err := labels.Parse(opts.NodeSelector)
+		if err != nil {
+			return nil, fmt.Errorf("node selector %q: %w", opts.NodeSelector, err)
+		}
+		cfg.nodeSelector = sel
+	}
+	c, err := NewCache(client, dyn, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}),
+		log: opts.Logger, metrics: newMetrics(opts.Registry)}
+	s.binder = &binder{client: client, cache: c, now: opts.Clock}
+	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+	s.reporter = &reporter{client: client, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName)}
+	return s, nil
+}
+
+// Ready reports whether the caches have synced and cycles run.
+func (s *Scheduler) Ready() bool { return s.ready.Load() }
+
+// Run starts the informers and schedules until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.events.StartRecordingToSink(ctx.Done())
+	defer s.events.Shutdown()
+	if err := s.cache.Start(ctx); err != nil {
+		return err
+	}
+	s.ready.Store(true)
+	s.log.Info("caches synced; scheduling", "scheduler", s.opts.SchedulerName)
+	ticker := time.NewTicker(s.opts.CycleInterval)
+	defer ticker.Stop()
+	for {
+		res, err := s.Cycle(ctx)
+		switch {
+		case err != nil:
+			s.log.Error("cycle failed", "err", err)
+		case res.PodsBound > 0 || len(res.BindErrors) > 0:
+			s.log.Info("cycle", "bound", res.PodsBound, "pending_jobs", res.PendingJobs,
+				"bind_errors", len(res.BindErrors))
+		}
+		for _, e := range res.BindErrors {
+			s.log.Warn("binding failed", "err", e)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		case <-s.cache.Woken():
+			// Let a burst of events settle into one cycle.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// Cycle runs one scheduling cycle: snapshot, engine, bindings, reasons.
+func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
+	var res CycleResult
+	start := s.opts.Clock()
+	w, err := s.cache.buildWorld(start)
+	if err != nil {
+		return res, err
+	}
+	for _, msg := range w.warnings {
+		s.log.Debug("snapshot", "warning", msg)
+	}
+	plan := s.engine.Cycle(w.snap)
+	res.Plan = plan
+	for _, gb := range plan.Binds {
+		n, err := s.binder.bindGang(ctx, w, gb)
+		res.PodsBound += n
+		kj := w.byID[gb.Job]
+		for _, pb := range gb.Pods[:n] {
+			detail := ""
+			if len(pb.Devices) > 0 {
+				detail = fmt.Sprintf(" (GPUs %v, %s %s)", pb.Devices, gb.Level, gb.Domain)
+			}
+			s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
+		}
+		if err != nil {
+			res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
+			s.metrics.bindErrors.Inc()
+		}
+		s.metrics.podsBound.Add(float64(n))
+	}
+	for _, p := range plan.Pending {
+		kj := w.byID[p.Job]
+		msg := p.Reason.Message
+		if p.Reason.Verdict == placement.NeverFits {
+			msg = "never fits: " + msg
+		}
+		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, msg); err != nil {
+			s.log.Warn("reporting", "err", err)
+		}
+	}
+	pendingPods := 0
+	for _, kj := range w.jobs {
+		if !kj.pending() {
+			continue
+		}
+		pendingPods += len(kj.refs) - len(kj.bound)
+		switch {
+		case kj.invalid != "":
+			res.InvalidJobs++
+			if err := s.reporter.pending(ctx, kj, ReasonInvalid, kj.invalid); err != nil {
+				s.log.Warn("reporting", "err", err)
+			}
+		case kj.waiting != "":
+			res.WaitingForPods++
+			if err := s.reporter.pending(ctx, kj, ReasonGangIncomplete, kj.waiting); err != nil {
+				s.log.Warn("reporting", "err", err)
+			}
+		}
+	}
+	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods
+	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
+	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
+	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
+	return res, nil
+}
+
+type metrics struct {
+	cycleSeconds prometheus.Histogram
+	pendingJobs  prometheus.Gauge
+	pendingPods  prometheus.Gauge
+	podsBound    prometheus.Counter
+	bindErrors   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		cycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "corral_cycle_duration_seconds",
+			Help: "Time of one scheduling cycle (snapshot, engine, bindings).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		pendingJobs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_pending_jobs", Help: "Jobs with pods waiting for a node."}),
+		pendingPods: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_pending_pods", Help: "Pods waiting for a node."}),
+		podsBound:   prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_pods_bound_total", Help: "Pods bound."}),
+		bindErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_binding_errors_total", Help: "Gangs whose binding failed part-way."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors)
+	}
+	return m
+}

@@ -1,0 +1,251 @@
+package kube
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// world is one cycle's view: the engine's snapshot plus what the adapter
+// needs to carry the plan out and to explain it.
+type world struct {
+	snap     *engine.Snapshot
+	state    *cluster.State
+	jobs     []*kjob
+	byID     map[workload.JobID]*kjob
+	warnings []string
+	// claims maps a pod (by UID) to its unallocated ResourceClaims.
+	claims map[string][]*resourcev1.ResourceClaim
+	// pools maps node -> DRA device name -> pool.
+	pools map[string]map[string]string
+}
+
+// buildWorld turns the cache into a snapshot at time now.
+func (c *Cache) buildWorld(now time.Time) (*world, error) {
+	levelNames, labelOf, err := c.topologyLevels()
+	if err != nil {
+		return nil, err
+	}
+	topo := cluster.Topology{}
+	for _, name := range levelNames {
+		topo.Levels = append(topo.Levels, cluster.Level{Name: name, Label: labelOf[name]})
+	}
+	w := &world{byID: map[workload.JobID]*kjob{}, claims: map[string][]*resourcev1.ResourceClaim{},
+		pools: map[string]map[string]string{}}
+	slices := c.listSlices()
+	for _, sl := range slices {
+		if sl.Spec.Driver != c.cfg.draDriver || sl.Spec.NodeName == nil {
+			continue
+		}
+		node := *sl.Spec.NodeName
+		if w.pools[node] == nil {
+			w.pools[node] = map[string]string{}
+		}
+		for _, d := range sl.Spec.Devices {
+			w.pools[node][d.Name] = sl.Spec.Pool.Name
+		}
+	}
+	var nodes []cluster.Node
+	for _, n := range c.listNodes() {
+		if c.cfg.nodeSelector != nil && !c.cfg.nodeSelector.Matches(labelSet(n.Labels)) {
+			continue
+		}
+		cn, warns := nodeFromObject(n, c.cfg.gpuResource, slices, c.cfg.draDriver)
+		for _, wmsg := range warns {
+			w.warnings = append(w.warnings, "node "+n.Name+": "+wmsg)
+		}
+		nodes = append(nodes, cn)
+	}
+	state, err := cluster.New(topo, nodes)
+	if err != nil {
+		return nil, fmt.Errorf("building the cluster model: %w", err)
+	}
+	w.state = state
+
+	pods := c.listPods()
+	assumed := c.assumedNow(pods, now)
+	poolNode := map[string]string{}
+	for node, devs := range w.pools {
+		for _, pool := range devs {
+			poolNode[pool] = node
+		}
+	}
+	w.warnings = append(w.warnings, account(state, pods, assumed, c.listClaims(), poolNode, c.cfg)...)
+
+	lk := lookup{c}
+	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
+	var mix placement.MixCounter
+	snap := &engine.Snapshot{State: state, Now: now}
+	for _, kj := range w.jobs {
+		w.byID[kj.job.ID] = kj
+		for _, ps := range kj.job.PodSets {
+			mix.Observe(ps.Request, ps.Count)
+		}
+		if !kj.pending() || kj.invalid != "" || kj.waiting != "" {
+			continue
+		}
+		pj := engine.PendingJob{Job: kj.job}
+		if len(kj.bound) > 0 {
+			for _, ref := range kj.refs {
+				if _, ok := kj.bound[ref]; !ok {
+					pj.Waiting = append(pj.Waiting, ref)
+				}
+			}
+		}
+		snap.Pending = append(snap.Pending, pj)
+		for _, ref := range kj.refs {
+			p := kj.pods[ref]
+			for _, rc := range p.Spec.ResourceClaims {
+				if name, ok := claimName(p, rc); ok {
+					if cl, ok := lk.claim(p.Namespace, name); ok && cl.Status.Allocation == nil {
+						w.claims[string(p.UID)] = append(w.claims[string(p.UID)], cl)
+					}
+				}
+			}
+		}
+	}
+	snap.Mix = mix.Mix(64)
+	w.snap = snap
+	return w, nil
+}
+
+func nodesOf(assumed map[string]assumedPod) map[string]string {
+	out := make(map[string]string, len(assumed))
+	for uid, a := range assumed {
+		out[uid] = a.node
+	}
+	return out
+}
+
+type labelSet map[string]string
+
+func (l labelSet) Has(k string) bool              { _, ok := l[k]; return ok }
+func (l labelSet) Get(k string) string            { return l[k] }
+func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok }
+
+// account takes from the state what bound pods hold: CPU and memory, GPUs
+// corral assigned (by the ids in the pod's annotation), GPUs of allocated
+// DRA claims (by device name), and for pods of other schedulers that ask for
+// the GPU extended resource, the lowest-numbered free GPUs (which ones the
+// device plugin gave them is not visible). Pods with known GPUs go first so
+// that unknown ones cannot take their devices.
+func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod, claims []*resourcev1.ResourceClaim, poolNode map[string]string, cfg adapterConfig) []string {
+	var warnings []string
+	type held struct {
+		pod       *corev1.Pod
+		node      int
+		ann       map[string]string
+		knownGPUs bool
+	}
+	var hs []held
+	for _, p := range pods {
+		if terminal(p) {
+			continue
+		}
+		nodeName, ann := p.Spec.NodeName, p.Annotations
+		if a, ok := assumed[string(p.UID)]; ok {
+			nodeName, ann = a.node, a.annotations
+		}
+		if nodeName == "" {
+			continue
+		}
+		n, ok := s.NodeIndex(nodeName)
+		if !ok {
+			continue // a node corral does not manage
+		}
+		hs = append(hs, held{pod: p, node: n, ann: ann, knownGPUs: ann[v1alpha1.AnnotationAssignedGPUs] != ""})
+	}
+	sort.SliceStable(hs, func(i, j int) bool { return hs[i].knownGPUs && !hs[j].knownGPUs })
+
+	// Devices of allocated claims, once per claim.
+	for _, cl := range claims {
+		if cl.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			if r.Driver != cfg.draDriver {
+				continue
+			}
+			node := r.Pool
+			if pn, ok := poolNode[r.Pool]; ok {
+				node = pn
+			}
+			n, ok := s.NodeIndex(node)
+			if !ok {
+				continue
+			}
+			if k := deviceIndex(s.Node(n), r.Device); k >= 0 {
+				if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
+					warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
+				}
+			}
+		}
+	}
+
+	lk := noLookup{}
+	for _, h := range hs {
+		req, err := podRequest(h.pod, cfg.gpuResource, cfg.draDriver, lk)
+		if err != nil {
+			// A running pod's odd request still holds its CPU and memory.
+			req = workload.Request{CPUMilli: req.CPUMilli, MemMiB: req.MemMiB}
+		}
+		a := cluster.Alloc{CPUMilli: req.CPUMilli, MemMiB: req.MemMiB}
+		node := s.Node(h.node)
+		switch {
+		case h.knownGPUs:
+			milli := int32(1000)
+			if req.Fractional() {
+				milli = int32(req.GPUMilli)
+			}
+			for _, id := range strings.Split(h.ann[v1alpha1.AnnotationAssignedGPUs], ",") {
+				if k := deviceIndex(node, strings.TrimSpace(id)); k >= 0 {
+					a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: milli})
+				}
+			}
+		case req.GPUs > 0 && !req.Fractional():
+			free := s.GPUFree(h.node)
+			for k := range free {
+				if len(a.Devices) < req.GPUs && free[k] == 1000 {
+					a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+				}
+			}
+		}
+		if err := s.Allocate(h.node, a); err != nil {
+			// Overcommitted (the node shrank, or another scheduler placed on
+			// GPUs corral counted): keep what fits, say so.
+			warnings = append(warnings, fmt.Sprintf("pod %s/%s on %s: %v", h.pod.Namespace, h.pod.Name, node.Name, err))
+			a.Devices = nil
+			a.CPUMilli = min(a.CPUMilli, s.FreeCPU(h.node))
+			a.MemMiB = min(a.MemMiB, s.FreeMem(h.node))
+			_ = s.Allocate(h.node, a)
+		}
+	}
+	return warnings
+}
+
+func deviceIndex(n *cluster.Node, id string) int {
+	for k, d := range n.Devices {
+		if d.ID == id {
+			return k
+		}
+	}
+	return -1
+}
+
+// noLookup reads running pods: their claims are accounted from the claims.
+type noLookup struct{}
+
+func (noLookup) jobParallelism(string, string) (int, bool)              { return 0, false }
+func (noLookup) podGroup(string, string) (int, string, bool)            { return 0, "", false }
+func (noLookup) claim(string, string) (*resourcev1.ResourceClaim, bool) { return nil, false }
+func (noLookup) deviceClass(string) bool                                { return false }

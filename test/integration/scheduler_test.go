@@ -1,0 +1,173 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/test/integration/framework"
+)
+
+// occupy binds a pod of another scheduler taking all 8 GPUs of a node.
+func occupy(t *testing.T, c *framework.Cluster, ns, node string) {
+	t.Helper()
+	spec := gpuPodSpec(8)
+	spec.SchedulerName = "default-scheduler"
+	spec.NodeName = node
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hog-" + node, Namespace: ns}, Spec: spec}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGangJobRequiredRack(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	installCRDs(t, c)
+	createTopology(t, c, "rack")
+	addRacks(t, c, 2, 4)
+	ns := namespace(t, c, "rack-")
+	startCorral(t, c)
+
+	t.Run("four 8-GPU pods bind into one rack", func(t *testing.T) {
+		createJob(t, c, gpuJob(ns, "train", 4, 8, map[string]string{v1alpha1.AnnotationRequiredTopology: "rack"}))
+		var pods []corev1.Pod
+		eventually(t, 60*time.Second, "4 pods bound", func() (bool, string) {
+			pods = podsOf(t, c, ns, "train")
+			return len(pods) == 4 && boundCount(pods) == 4, fmt.Sprintf("%d pods, %d bound", len(pods), boundCount(pods))
+		})
+		racks := map[string]bool{}
+		gpus := map[string]bool{}
+		for _, p := range pods {
+			racks[strings.SplitN(p.Spec.NodeName, "-", 2)[0]] = true
+			ids := p.Annotations[v1alpha1.AnnotationAssignedGPUs]
+			if len(strings.Split(ids, ",")) != 8 {
+				t.Errorf("pod %s: assigned GPUs %q, want 8", p.Name, ids)
+			}
+			gpus[p.Spec.NodeName] = true
+		}
+		if len(racks) != 1 {
+			t.Errorf("pods span racks %v, want one", racks)
+		}
+		if len(gpus) != 4 {
+			t.Errorf("pods on %d nodes, want 4", len(gpus))
+		}
+	})
+
+	t.Run("with three free nodes per rack nothing binds and the reason says so", func(t *testing.T) {
+		// The first subtest's job holds one whole rack; take one node of
+		// the other rack too, so that no rack has four free nodes.
+		hogs := namespace(t, c, "hogs-")
+		occupy(t, c, hogs, "r1-n0")
+		var target string
+		for _, p := range podsOf(t, c, ns, "train") {
+			target = p.Spec.NodeName
+		}
+		rack := strings.SplitN(target, "-", 2)[0]
+		other := "r1"
+		if rack == "r1" {
+			other = "r0"
+			occupy(t, c, hogs, "r0-n0")
+		}
+		_ = other
+		createJob(t, c, gpuJob(ns, "wait", 4, 8, map[string]string{v1alpha1.AnnotationRequiredTopology: "rack"}))
+		eventually(t, 60*time.Second, "a reason on the waiting pods", func() (bool, string) {
+			pods := podsOf(t, c, ns, "wait")
+			if len(pods) != 4 {
+				return false, fmt.Sprintf("%d pods", len(pods))
+			}
+			for _, p := range pods {
+				if p.Spec.NodeName != "" {
+					t.Fatalf("pod %s bound to %s: a 4-node gang cannot fit in one rack", p.Name, p.Spec.NodeName)
+				}
+				reason, msg := scheduledCondition(&p)
+				if reason != "Unschedulable" || !strings.Contains(msg, "no rack") {
+					return false, fmt.Sprintf("pod %s: %s %q", p.Name, reason, msg)
+				}
+			}
+			return true, ""
+		})
+		// And it stays that way: no pod of the gang binds.
+		time.Sleep(2 * time.Second)
+		if n := boundCount(podsOf(t, c, ns, "wait")); n != 0 {
+			t.Errorf("%d pods of the waiting gang bound", n)
+		}
+	})
+}
+
+func TestGangsNeverDeadlock(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	addRacks(t, c, 1, 3)
+	ns := namespace(t, c, "deadlock-")
+	// Both jobs exist before corral starts, so it sees both at once.
+	createJob(t, c, gpuJob(ns, "a", 2, 8, nil))
+	createJob(t, c, gpuJob(ns, "b", 2, 8, nil))
+	eventually(t, 30*time.Second, "4 pods created", func() (bool, string) {
+		n := len(podsOf(t, c, ns, "a")) + len(podsOf(t, c, ns, "b"))
+		return n == 4, fmt.Sprintf("%d pods", n)
+	})
+	startCorral(t, c)
+	eventually(t, 60*time.Second, "one whole gang bound", func() (bool, string) {
+		a, b := boundCount(podsOf(t, c, ns, "a")), boundCount(podsOf(t, c, ns, "b"))
+		return a+b == 2 && (a == 2 || b == 2), fmt.Sprintf("a=%d b=%d", a, b)
+	})
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		a, b := boundCount(podsOf(t, c, ns, "a")), boundCount(podsOf(t, c, ns, "b"))
+		if a == 1 || b == 1 {
+			t.Fatalf("a gang is half bound: a=%d b=%d", a, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestBadInputGetsAReason(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	installCRDs(t, c)
+	createTopology(t, c, "rack")
+	addRacks(t, c, 1, 2)
+	ns := namespace(t, c, "bad-")
+	startCorral(t, c)
+
+	mk := func(name string, gpus int, ann map[string]string) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann}, Spec: gpuPodSpec(gpus)}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("nine-gpus", 9, nil)
+	mk("unknown-level", 1, map[string]string{v1alpha1.AnnotationRequiredTopology: "spine"})
+	mk("bad-annotation", 1, map[string]string{v1alpha1.AnnotationMinMembers: "many"})
+	mk("fine", 2, nil)
+
+	want := map[string]struct{ reason, text string }{
+		"nine-gpus":      {"Unschedulable", "largest node has 8"},
+		"unknown-level":  {"Unschedulable", `unknown topology level "spine"`},
+		"bad-annotation": {"Invalid", "corral.dev/min-members"},
+	}
+	eventually(t, 60*time.Second, "reasons on the bad pods and the good pod bound", func() (bool, string) {
+		for name, w := range want {
+			p, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			reason, msg := scheduledCondition(p)
+			if reason != w.reason || !strings.Contains(msg, w.text) {
+				return false, fmt.Sprintf("%s: %s %q", name, reason, msg)
+			}
+			if p.Spec.NodeName != "" {
+				t.Fatalf("%s was bound", name)
+			}
+		}
+		p, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "fine", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.NodeName != "", "fine not bound"
+	})
+}
