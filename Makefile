@@ -36,3 +36,31 @@ help:
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 include hack/tools/tools.mk
+
+# ---------------------------------------------------------------- code generation
+# controller-gen (sigs.k8s.io/controller-tools, pinned in hack/tools/go.mod)
+# writes zz_generated.deepcopy.go into each API package and the CRDs into
+# deploy/crds/.
+CONTROLLER_GEN ?= $(or $(CORRAL_BIN),$(CURDIR)/bin)/controller-gen
+API_PKGS       := api/v1alpha1
+
+.PHONY: generate verify-generate controller-gen
+
+controller-gen: ## Build bin/controller-gen only (seconds, not the whole control plane)
+	bash hack/tools/build.sh controller-gen
+
+generate: controller-gen ## Regenerate deepcopy code and the CRD manifests in deploy/crds
+	@for p in $(API_PKGS); do $(CONTROLLER_GEN) object paths=./$$p || exit 1; done
+	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config=deploy/crds
+
+verify-generate: controller-gen ## Fail if the generated code or CRDs are stale (regenerates into a temp dir)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	for p in $(API_PKGS); do \
+		mkdir -p "$$tmp/$$p" && \
+		$(CONTROLLER_GEN) object paths=./$$p output:object:dir="$$tmp/$$p" && \
+		diff -u $$p/zz_generated.deepcopy.go "$$tmp/$$p/zz_generated.deepcopy.go" || \
+		{ echo "$$p: stale deepcopy code: run make generate"; exit 1; }; \
+	done && \
+	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config="$$tmp/crds" && \
+	{ diff -ru deploy/crds "$$tmp/crds" || { echo "deploy/crds: stale CRDs: run make generate"; exit 1; }; } && \
+	echo "generated files are up to date"

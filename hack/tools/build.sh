@@ -8,11 +8,21 @@
 #   kwok-stages/*.yaml
 #             kwok's stock stages, written by hack/tools/stages from the
 #             embed packages inside the kwok module
+#   controller-gen
+#             sigs.k8s.io/controller-tools v0.21.0 (the release built on
+#             k8s.io v0.36), for `make generate`
 #
 # Idempotent and cached: when every output exists and bin/.tools-version
 # matches TOOLS_VERSION below, it exits at once. Otherwise it builds what is
 # missing (or everything, when the pins changed). Needs only Go >= 1.26 and
 # access to the Go module proxy. First build: ~10-15 min on 2 cores.
+#
+# Usage:
+#   build.sh                  every output above, then the stamp
+#   build.sh NAME...          only these binaries (e.g. controller-gen), each
+#                             when missing or older than hack/tools/go.mod;
+#                             no stages, and the stamp is left alone (it
+#                             vouches for the full set only)
 #
 # Environment:
 #   CORRAL_BIN   output directory (default: <repo>/bin)
@@ -21,7 +31,7 @@ set -euo pipefail
 
 # Bump this whenever a pin in hack/tools/go.mod, the ldflags or the list of
 # outputs changes; a mismatch with bin/.tools-version forces a full rebuild.
-TOOLS_VERSION="kubernetes=v1.36.3 etcd=v3.6.16 kwok=v0.8.0 rev=1"
+TOOLS_VERSION="kubernetes=v1.36.3 etcd=v3.6.16 kwok=v0.8.0 controller-tools=v0.21.0 rev=2"
 
 KUBE_VERSION="v1.36.3"
 KUBE_BUILD_DATE="2026-07-22T18:07:38Z" # publication time of v1.36.3 on the Go proxy
@@ -42,39 +52,61 @@ pkg_for() {
     kube-*|kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
     etcd)           echo "./etcd" ;;
     kwok)           echo "sigs.k8s.io/kwok/cmd/kwok" ;;
+    controller-gen) echo "sigs.k8s.io/controller-tools/cmd/controller-gen" ;;
     *)              die "unknown binary $1" ;;
   esac
 }
 
-all_binaries=("${KUBE_BINARIES[@]}" etcd kwok)
+all_binaries=("${KUBE_BINARIES[@]}" etcd kwok controller-gen)
+
+# Only some binaries (build.sh NAME...): no stages, no stamp.
+partial=0
+wanted=("${all_binaries[@]}")
+if [[ $# -gt 0 ]]; then
+  partial=1
+  wanted=("$@")
+  for b in "${wanted[@]}"; do pkg_for "${b}" >/dev/null; done
+fi
 
 # ---------------------------------------------------------------- up to date?
 missing=()
-for b in "${all_binaries[@]}"; do
-  [[ -x "${BIN}/${b}" ]] || missing+=("${b}")
-done
 stages_missing=0
-for s in "${STAGES[@]}"; do
-  [[ -s "${BIN}/kwok-stages/${s}.yaml" ]] || stages_missing=1
-done
-stamp=""
-[[ -f "${STAMP}" ]] && stamp="$(cat "${STAMP}")"
-
-if [[ "${FORCE:-0}" != 1 && ${#missing[@]} -eq 0 && ${stages_missing} -eq 0 && "${stamp}" == "${TOOLS_VERSION}" ]]; then
-  log "up to date in ${BIN} (${TOOLS_VERSION})"
-  exit 0
-fi
-
-if [[ "${FORCE:-0}" == 1 || "${stamp}" != "${TOOLS_VERSION}" ]]; then
-  if [[ "${FORCE:-0}" == 1 ]]; then
-    log "FORCE=1: rebuilding everything"
-  elif [[ -n "${stamp}" ]]; then
-    log "pins changed (${stamp} -> ${TOOLS_VERSION}): rebuilding everything"
-  else
-    log "no stamp ${STAMP}: building everything"
+if [[ ${partial} -eq 1 ]]; then
+  for b in "${wanted[@]}"; do
+    if [[ "${FORCE:-0}" == 1 || ! -x "${BIN}/${b}" || "${TOOLS_DIR}/go.mod" -nt "${BIN}/${b}" ]]; then
+      missing+=("${b}")
+    fi
+  done
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    log "up to date in ${BIN}: ${wanted[*]}"
+    exit 0
   fi
-  missing=("${all_binaries[@]}")
-  stages_missing=1
+else
+  for b in "${wanted[@]}"; do
+    [[ -x "${BIN}/${b}" ]] || missing+=("${b}")
+  done
+  for s in "${STAGES[@]}"; do
+    [[ -s "${BIN}/kwok-stages/${s}.yaml" ]] || stages_missing=1
+  done
+  stamp=""
+  [[ -f "${STAMP}" ]] && stamp="$(cat "${STAMP}")"
+
+  if [[ "${FORCE:-0}" != 1 && ${#missing[@]} -eq 0 && ${stages_missing} -eq 0 && "${stamp}" == "${TOOLS_VERSION}" ]]; then
+    log "up to date in ${BIN} (${TOOLS_VERSION})"
+    exit 0
+  fi
+
+  if [[ "${FORCE:-0}" == 1 || "${stamp}" != "${TOOLS_VERSION}" ]]; then
+    if [[ "${FORCE:-0}" == 1 ]]; then
+      log "FORCE=1: rebuilding everything"
+    elif [[ -n "${stamp}" ]]; then
+      log "pins changed (${stamp} -> ${TOOLS_VERSION}): rebuilding everything"
+    else
+      log "no stamp ${STAMP}: building everything"
+    fi
+    missing=("${all_binaries[@]}")
+    stages_missing=1
+  fi
 fi
 
 # ---------------------------------------------------------------- prerequisites
@@ -106,13 +138,15 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   pkgs=()
   for b in "${missing[@]}"; do pkgs+=("$(pkg_for "${b}")"); done
 
-  log "downloading modules (Go module proxy: $(go env GOPROXY))"
-  go mod download
+  if [[ ${partial} -eq 0 ]]; then
+    log "downloading modules (Go module proxy: $(go env GOPROXY))"
+    go mod download
+  fi
 
   tmp="$(mktemp -d "${BIN}/.build.XXXXXX")"
   trap 'rm -rf "${tmp}"' EXIT
   log "building ${missing[*]} with $(go env GOVERSION), GOMAXPROCS=$(nproc 2>/dev/null || echo '?')"
-  log "(from a cold Go build cache this takes ~10-15 minutes on 2 cores; warm rebuilds take seconds)"
+  [[ ${partial} -eq 0 ]] && log "(from a cold Go build cache this takes ~10-15 minutes on 2 cores; warm rebuilds take seconds)"
   start=$(date +%s)
   go build -ldflags "${ldflags}" -o "${tmp}/" "${pkgs[@]}"
   for b in "${missing[@]}"; do
@@ -131,9 +165,17 @@ if [[ ${stages_missing} -eq 1 ]]; then
 fi
 
 # ---------------------------------------------------------------- smoke check
-"${BIN}/kube-apiserver" --version | sed 's/^/[tools]   /'
-"${BIN}/etcd" --version | head -n1 | sed 's/^/[tools]   /'
-"${BIN}/kwok" --version 2>/dev/null | head -n1 | sed 's/^/[tools]   /' || true
+for b in "${wanted[@]}"; do
+  case "${b}" in
+    kube-apiserver|controller-gen) "${BIN}/${b}" --version | sed 's/^/[tools]   /' ;;
+    etcd)                          "${BIN}/etcd" --version | head -n1 | sed 's/^/[tools]   /' ;;
+    kwok)                          "${BIN}/kwok" --version 2>/dev/null | head -n1 | sed 's/^/[tools]   /' || true ;;
+  esac
+done
 
+if [[ ${partial} -eq 1 ]]; then
+  log "done: ${wanted[*]} in ${BIN}"
+  exit 0
+fi
 printf '%s\n' "${TOOLS_VERSION}" >"${STAMP}"
 log "done: ${BIN} (${TOOLS_VERSION})"

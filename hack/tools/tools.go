@@ -1,7 +1,8 @@
 //go:build tools
 
 // Package tools pins the upstream commands that hack/tools/build.sh builds into
-// $(REPO)/bin. The build tag keeps this file out of every real build; it only
+// $(REPO)/bin (the test control plane, and controller-gen for
+// `make generate`). The build tag keeps this file out of every real build; it only
 // exists so that go.mod/go.sum record the modules, and `go build
 // k8s.io/kubernetes/cmd/...` / `go build sigs.k8s.io/kwok/cmd/kwok` work from
 // inside this module.
@@ -12,5 +13,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "sigs.k8s.io/controller-tools/cmd/controller-gen"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
 )

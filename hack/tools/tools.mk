@@ -4,7 +4,8 @@
 #
 # `make tools` builds kube-apiserver, kube-controller-manager, kube-scheduler,
 # kubectl (k8s.io/kubernetes v1.36.3), etcd (v3.6.16) and kwok (v0.8.0) plus
-# kwok's stock stages into bin/ (or $CORRAL_BIN). Cached: a no-op when bin/
+# kwok's stock stages, and controller-gen (controller-tools v0.21.0, for
+# `make generate`), into bin/ (or $CORRAL_BIN). Cached: a no-op when bin/
 # is complete and bin/.tools-version matches hack/tools/build.sh.
 # See docs/dev/control-plane.md.
 

@@ -152,7 +152,7 @@ func TestBuildJobs(t *testing.T) {
 		},
 		"a claim with an unknown DeviceClass is invalid": {
 			pods: []*corev1.Pod{pod("a").claim("bad").obj()},
-			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: ResourceClaim c request "gpus": DeviceClass "nope" does not exist`}},
+			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: ResourceClaim bad request "gpus": DeviceClass "nope" does not exist`}},
 		},
 		"a malformed annotation is invalid, other pods unaffected": {
 			pods: []*corev1.Pod{pod("a").gpus(1).ann(v1alpha1.AnnotationMinMembers, "many").obj(), pod("b").gpus(1).obj()},

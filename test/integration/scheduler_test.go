@@ -60,21 +60,11 @@ func TestGangJobRequiredRack(t *testing.T) {
 	})
 
 	t.Run("with three free nodes per rack nothing binds and the reason says so", func(t *testing.T) {
-		// The first subtest's job holds one whole rack; take one node of
-		// the other rack too, so that no rack has four free nodes.
+		// The first job's pods complete at once under kwok; take one node of
+		// each rack with a pod of another scheduler that never ends.
 		hogs := namespace(t, c, "hogs-")
+		occupy(t, c, hogs, "r0-n0")
 		occupy(t, c, hogs, "r1-n0")
-		var target string
-		for _, p := range podsOf(t, c, ns, "train") {
-			target = p.Spec.NodeName
-		}
-		rack := strings.SplitN(target, "-", 2)[0]
-		other := "r1"
-		if rack == "r1" {
-			other = "r0"
-			occupy(t, c, hogs, "r0-n0")
-		}
-		_ = other
 		createJob(t, c, gpuJob(ns, "wait", 4, 8, map[string]string{v1alpha1.AnnotationRequiredTopology: "rack"}))
 		eventually(t, 60*time.Second, "a reason on the waiting pods", func() (bool, string) {
 			pods := podsOf(t, c, ns, "wait")
@@ -101,28 +91,55 @@ func TestGangJobRequiredRack(t *testing.T) {
 }
 
 func TestGangsNeverDeadlock(t *testing.T) {
+	// Two gangs of two 8-GPU pods on three nodes: together they do not fit.
+	// The pods are bare (they never complete under kwok), so whatever corral
+	// binds stays bound: exactly one gang runs, the other waits whole.
 	c := framework.Start(t, framework.Options{})
 	addRacks(t, c, 1, 3)
 	ns := namespace(t, c, "deadlock-")
-	// Both jobs exist before corral starts, so it sees both at once.
-	createJob(t, c, gpuJob(ns, "a", 2, 8, nil))
-	createJob(t, c, gpuJob(ns, "b", 2, 8, nil))
-	eventually(t, 30*time.Second, "4 pods created", func() (bool, string) {
-		n := len(podsOf(t, c, ns, "a")) + len(podsOf(t, c, ns, "b"))
-		return n == 4, fmt.Sprintf("%d pods", n)
-	})
+	for _, g := range []string{"a", "b"} {
+		for i := 0; i < 2; i++ {
+			createGangPod(t, c, ns, g, i, 8)
+		}
+	}
 	startCorral(t, c)
 	eventually(t, 60*time.Second, "one whole gang bound", func() (bool, string) {
 		a, b := boundCount(podsOf(t, c, ns, "a")), boundCount(podsOf(t, c, ns, "b"))
-		return a+b == 2 && (a == 2 || b == 2), fmt.Sprintf("a=%d b=%d", a, b)
+		return (a == 2 && b == 0) || (a == 0 && b == 2), fmt.Sprintf("a=%d b=%d", a, b)
 	})
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		a, b := boundCount(podsOf(t, c, ns, "a")), boundCount(podsOf(t, c, ns, "b"))
-		if a == 1 || b == 1 {
-			t.Fatalf("a gang is half bound: a=%d b=%d", a, b)
+		if a+b != 2 || a == 1 {
+			t.Fatalf("gangs bound a=%d b=%d; want one whole gang and nothing of the other", a, b)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	var waiting string
+	if boundCount(podsOf(t, c, ns, "a")) == 0 {
+		waiting = "a"
+	} else {
+		waiting = "b"
+	}
+	eventually(t, 30*time.Second, "a reason on the waiting gang", func() (bool, string) {
+		for _, p := range podsOf(t, c, ns, waiting) {
+			if reason, msg := scheduledCondition(&p); reason != "Unschedulable" || msg == "" {
+				return false, fmt.Sprintf("%s: %s %q", p.Name, reason, msg)
+			}
+		}
+		return true, ""
+	})
+}
+
+// createGangPod creates pod <gang>-<i> of a bare-pod gang (annotation
+// corral.dev/gang) with the label app=<gang>.
+func createGangPod(t *testing.T, c *framework.Cluster, ns, gang string, i, gpus int) {
+	t.Helper()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", gang, i), Namespace: ns,
+		Labels: map[string]string{"app": gang}, Annotations: map[string]string{v1alpha1.AnnotationGang: gang}},
+		Spec: gpuPodSpec(gpus)}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,219 @@
+package v1alpha1
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// defaults is the configuration with every field at its documented default,
+// written out by hand (not by calling Default).
+func defaults() *SchedulerConfiguration {
+	on := true
+	return &SchedulerConfiguration{
+		TypeMeta:      metav1.TypeMeta{APIVersion: "corral.dev/v1alpha1", Kind: "SchedulerConfiguration"},
+		SchedulerName: "corral",
+		LeaderElection: LeaderElectionConfiguration{
+			Enabled:       &on,
+			Namespace:     "corral-system",
+			LeaseName:     "corral-scheduler",
+			LeaseDuration: metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline: metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:   metav1.Duration{Duration: 2 * time.Second},
+		},
+		MetricsAddress:  ":8080",
+		HealthAddress:   ":8081",
+		CycleInterval:   metav1.Duration{Duration: time.Second},
+		GPUResourceName: "nvidia.com/gpu",
+		DRADriver:       "gpu.nvidia.com",
+	}
+}
+
+const header = "apiVersion: corral.dev/v1alpha1\nkind: SchedulerConfiguration\n"
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadConfigDefaults(t *testing.T) {
+	for name, path := range map[string]string{
+		"no file":       "",
+		"only the kind": writeConfig(t, header),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := LoadConfig(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(defaults(), got); diff != "" {
+				t.Errorf("LoadConfig (-want +got):\n%s", diff)
+			}
+			if !got.LeaderElection.IsEnabled() {
+				t.Error("leader election is off by default")
+			}
+		})
+	}
+}
+
+func TestLoadConfigFull(t *testing.T) {
+	path := writeConfig(t, header+`
+schedulerName: gpu-batch
+leaderElection:
+  enabled: false
+  namespace: sched
+  leaseName: gpu-batch-lease
+  leaseDuration: 30s
+  renewDeadline: 20s
+  retryPeriod: 4s
+metricsAddress: 127.0.0.1:9090
+healthAddress: "[::1]:9091"
+cycleInterval: 500ms
+topologyName: dc1
+gpuResourceName: example.com/gpu
+draDriver: gpu.example.com
+managedNodeSelector: corral.dev/pool in (training,inference),!cordoned
+`)
+	off := false
+	want := &SchedulerConfiguration{
+		TypeMeta:      metav1.TypeMeta{APIVersion: "corral.dev/v1alpha1", Kind: "SchedulerConfiguration"},
+		SchedulerName: "gpu-batch",
+		LeaderElection: LeaderElectionConfiguration{
+			Enabled:       &off,
+			Namespace:     "sched",
+			LeaseName:     "gpu-batch-lease",
+			LeaseDuration: metav1.Duration{Duration: 30 * time.Second},
+			RenewDeadline: metav1.Duration{Duration: 20 * time.Second},
+			RetryPeriod:   metav1.Duration{Duration: 4 * time.Second},
+		},
+		MetricsAddress:      "127.0.0.1:9090",
+		HealthAddress:       "[::1]:9091",
+		CycleInterval:       metav1.Duration{Duration: 500 * time.Millisecond},
+		TopologyName:        "dc1",
+		GPUResourceName:     "example.com/gpu",
+		DRADriver:           "gpu.example.com",
+		ManagedNodeSelector: "corral.dev/pool in (training,inference),!cordoned",
+	}
+	got, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("LoadConfig (-want +got):\n%s", diff)
+	}
+	if got.LeaderElection.IsEnabled() {
+		t.Error("leaderElection.enabled: false was not honoured")
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	cases := map[string]struct {
+		body string // after the apiVersion/kind header unless noHeader
+		bare bool   // body is the whole file
+		want []string
+	}{
+		"unknown top-level field":  {body: "schedulerNam: corral\n", want: []string{`unknown field "schedulerNam"`}},
+		"unknown nested field":     {body: "leaderElection:\n  leaseDuraton: 10s\n", want: []string{`unknown field "leaderElection.leaseDuraton"`}},
+		"field names are cased":    {body: "SchedulerName: corral\n", want: []string{`unknown field "SchedulerName"`}},
+		"duplicate field":          {body: "cycleInterval: 1s\ncycleInterval: 2s\n", want: []string{`"cycleInterval"`, "already set"}},
+		"bad duration":             {body: "cycleInterval: fast\n", want: []string{"cycleInterval:", `invalid duration "fast"`}},
+		"nested bad duration":      {body: "leaderElection:\n  retryPeriod: 2 seconds\n", want: []string{"leaderElection.retryPeriod:", "2 seconds"}},
+		"duration without unit":    {body: "cycleInterval: 5\n", want: []string{"cycleInterval:", `want a duration such as "10s"`, "got 5"}},
+		"negative duration":        {body: "cycleInterval: -1s\n", want: []string{"cycleInterval: Invalid value", "must be a positive duration"}},
+		"wrong type":               {body: "schedulerName: [a, b]\n", want: []string{"schedulerName"}},
+		"missing apiVersion":       {bare: true, body: "kind: SchedulerConfiguration\n", want: []string{`apiVersion: want "corral.dev/v1alpha1"`}},
+		"wrong kind":               {bare: true, body: "apiVersion: corral.dev/v1alpha1\nkind: Config\n", want: []string{`kind: want "SchedulerConfiguration", got "Config"`}},
+		"not a mapping":            {bare: true, body: "- a\n- b\n", want: []string{"not a YAML mapping"}},
+		"empty file":               {bare: true, body: "", want: []string{"not a YAML mapping"}},
+		"lease shorter than renew": {body: "leaderElection:\n  leaseDuration: 10s\n  renewDeadline: 10s\n", want: []string{"leaderElection.leaseDuration", "greater than renewDeadline"}},
+		"renew within jitter":      {body: "leaderElection:\n  renewDeadline: 2s\n  retryPeriod: 2s\n", want: []string{"leaderElection.renewDeadline", "1.2 × retryPeriod"}},
+		"bad lease namespace":      {body: "leaderElection:\n  namespace: Corral_System\n", want: []string{"leaderElection.namespace"}},
+		"bad address":              {body: "metricsAddress: localhost\n", want: []string{"metricsAddress", "host:port"}},
+		"bad port":                 {body: "healthAddress: \":http\"\n", want: []string{"healthAddress", "port must be a number"}},
+		"same address twice":       {body: "metricsAddress: \":9000\"\nhealthAddress: \":9000\"\n", want: []string{"healthAddress", "must differ from metricsAddress"}},
+		"bad scheduler name":       {body: "schedulerName: My Scheduler\n", want: []string{"schedulerName"}},
+		"bad selector":             {body: "managedNodeSelector: \"a in b\"\n", want: []string{"managedNodeSelector"}},
+		"gpu resource sans domain": {body: "gpuResourceName: gpu\n", want: []string{"gpuResourceName", "domain prefix"}},
+		"bad dra driver":           {body: "draDriver: GPU_driver\n", want: []string{"draDriver"}},
+		"bad topology name":        {body: "topologyName: My Topology\n", want: []string{"topologyName"}},
+		"every problem is listed": {
+			body: "schedulerName: A\ndraDriver: B\n",
+			want: []string{"schedulerName", "draDriver"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			body := header + tc.body
+			if tc.bare {
+				body = tc.body
+			}
+			path := writeConfig(t, body)
+			got, err := LoadConfig(path)
+			if err == nil {
+				t.Fatalf("LoadConfig = %+v, want an error", got)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("error %q does not name the file", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEndpointsOff(t *testing.T) {
+	c, err := ParseConfig([]byte(header + "metricsAddress: \"0\"\nhealthAddress: \"0\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MetricsAddress != AddressOff || c.HealthAddress != AddressOff {
+		t.Errorf("addresses = %q, %q, want both %q", c.MetricsAddress, c.HealthAddress, AddressOff)
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	_, err := LoadConfig(filepath.Join(t.TempDir(), "absent.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "absent.yaml") {
+		t.Fatalf("LoadConfig(absent) = %v, want an error naming the file", err)
+	}
+}
+
+func TestDefaultKeepsSetFields(t *testing.T) {
+	c := &SchedulerConfiguration{SchedulerName: "x", CycleInterval: metav1.Duration{Duration: time.Minute}}
+	c.Default()
+	if c.SchedulerName != "x" || c.CycleInterval.Duration != time.Minute {
+		t.Errorf("Default overwrote set fields: %+v", c)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate() after Default() = %v", err)
+	}
+}
+
+func TestDefaultedConfigIsValid(t *testing.T) {
+	if err := defaults().Validate(); err != nil {
+		t.Fatalf("the defaults are invalid: %v", err)
+	}
+}
+
+// Every duration field must be checked by path before the typed decode, or
+// a bad value would be reported without its field name.
+func TestDurationPathsCoverEveryDuration(t *testing.T) {
+	got := durationPaths(reflect.TypeFor[SchedulerConfiguration](), "")
+	want := []string{"leaderElection.leaseDuration", "leaderElection.renewDeadline", "leaderElection.retryPeriod", "cycleInterval"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("durationPaths (-want +got):\n%s", diff)
+	}
+}

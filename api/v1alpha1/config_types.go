@@ -1,0 +1,105 @@
+package v1alpha1
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SchedulerConfigurationKind is the kind of the scheduler's configuration file.
+const SchedulerConfigurationKind = "SchedulerConfiguration"
+
+// Defaults of the SchedulerConfiguration (see Default).
+const (
+	DefaultLeaderElectionNamespace = "corral-system"
+	DefaultLeaseName               = "corral-scheduler"
+	DefaultMetricsAddress          = ":8080"
+	DefaultHealthAddress           = ":8081"
+	DefaultGPUResourceName         = ResourceGPU
+	DefaultDRADriver               = "gpu.nvidia.com"
+
+	// AddressOff as metricsAddress or healthAddress turns that endpoint off.
+	AddressOff = "0"
+)
+
+// Default durations of the SchedulerConfiguration; the leader-election ones
+// are client-go's and kube-scheduler's.
+var (
+	DefaultLeaseDuration = metav1.Duration{Duration: 15 * time.Second}
+	DefaultRenewDeadline = metav1.Duration{Duration: 10 * time.Second}
+	DefaultRetryPeriod   = metav1.Duration{Duration: 2 * time.Second}
+	DefaultCycleInterval = metav1.Duration{Duration: time.Second}
+)
+
+// SchedulerConfiguration is the file `corral scheduler --config` reads
+// (apiVersion corral.dev/v1alpha1, kind SchedulerConfiguration). It is not an
+// API object: it is not served by the API server. Every field is optional;
+// LoadConfig fills in the defaults documented on each field.
+//
+// +kubebuilder:object:root=true
+type SchedulerConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// SchedulerName is the spec.schedulerName of the pods corral schedules.
+	// Default: "corral".
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// LeaderElection: one active scheduler at a time, through a Lease.
+	LeaderElection LeaderElectionConfiguration `json:"leaderElection,omitempty"`
+
+	// MetricsAddress is the host:port of the Prometheus /metrics endpoint;
+	// "0" turns it off. Default: ":8080".
+	MetricsAddress string `json:"metricsAddress,omitempty"`
+
+	// HealthAddress is the host:port of /healthz and /readyz; "0" turns them
+	// off. Default: ":8081".
+	HealthAddress string `json:"healthAddress,omitempty"`
+
+	// CycleInterval is the longest time between two scheduling cycles; the
+	// loop also wakes on cluster events. Default: 1s.
+	CycleInterval metav1.Duration `json:"cycleInterval,omitempty"`
+
+	// TopologyName is the name of the Topology object to use. Default: the
+	// only Topology in the cluster; with none, the cluster is flat (only the
+	// cluster and host levels).
+	TopologyName string `json:"topologyName,omitempty"`
+
+	// GPUResourceName is the extended resource of whole GPUs.
+	// Default: "nvidia.com/gpu".
+	GPUResourceName string `json:"gpuResourceName,omitempty"`
+
+	// DRADriver is the DRA driver whose devices (ResourceSlices) are GPUs.
+	// Default: "gpu.nvidia.com".
+	DRADriver string `json:"draDriver,omitempty"`
+
+	// ManagedNodeSelector is a label selector (kubectl's syntax, e.g.
+	// "corral.dev/pool=training,!cordoned") choosing the nodes corral may
+	// place pods on. Default: "" (every node).
+	ManagedNodeSelector string `json:"managedNodeSelector,omitempty"`
+}
+
+// LeaderElectionConfiguration configures the Lease that elects the active
+// scheduler.
+type LeaderElectionConfiguration struct {
+	// Enabled turns leader election on. Default: true. Run one replica only
+	// when it is off.
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Namespace of the Lease. Default: "corral-system".
+	Namespace string `json:"namespace,omitempty"`
+
+	// LeaseName is the Lease's name. Default: "corral-scheduler".
+	LeaseName string `json:"leaseName,omitempty"`
+
+	// LeaseDuration is how long standbys wait after the last renewal before
+	// taking over. Default: 15s.
+	LeaseDuration metav1.Duration `json:"leaseDuration,omitempty"`
+
+	// RenewDeadline is how long the leader keeps retrying to renew before it
+	// gives up leading. Default: 10s.
+	RenewDeadline metav1.Duration `json:"renewDeadline,omitempty"`
+
+	// RetryPeriod is the wait between two attempts to acquire or renew.
+	// Default: 2s.
+	RetryPeriod metav1.Duration `json:"retryPeriod,omitempty"`
+}
