@@ -18,10 +18,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
 )
 
 type schedulerOptions struct {
+	config        string
 	kubeconfig    string
 	name          string
 	gpuResource   string
@@ -37,6 +39,8 @@ type schedulerOptions struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	leaseID       string
+	bindDelay     time.Duration
 	logLevel      string
 	qps           float32
 	burst         int
@@ -53,9 +57,15 @@ spec.schedulerName: corral as part of its gang, binding through the API
 with corral's reason. With --leader-elect, replicas share a Lease and one is
 active.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runScheduler(o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfigFile(&o, cmd.Flags().Changed); err != nil {
+				return err
+			}
+			return runScheduler(o)
+		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "SchedulerConfiguration file (docs/api.md); flags given explicitly override it")
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
 	f.StringVar(&o.name, "scheduler-name", "corral", "spec.schedulerName of the pods to schedule")
 	f.StringVar(&o.gpuResource, "gpu-resource", "nvidia.com/gpu", "extended resource of whole GPUs")
@@ -71,10 +81,52 @@ active.`,
 	f.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "Lease duration")
 	f.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing")
 	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates retry")
+	f.StringVar(&o.leaseID, "leader-elect-identity", "", "identity in the Lease (default: hostname + random suffix)")
+	f.DurationVar(&o.bindDelay, "debug-bind-delay", 0, "pause between the bindings of a gang's pods (tests only)")
+	_ = f.MarkHidden("debug-bind-delay")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "client QPS to the API server")
 	f.IntVar(&o.burst, "kube-api-burst", 400, "client burst to the API server")
 	return cmd
+}
+
+// applyConfigFile fills the options from a SchedulerConfiguration file;
+// flags set on the command line win over the file.
+func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
+	if o.config == "" {
+		return nil
+	}
+	c, err := v1alpha1.LoadConfig(o.config)
+	if err != nil {
+		return err
+	}
+	addr := func(a string) string {
+		if a == v1alpha1.AddressOff {
+			return ""
+		}
+		return a
+	}
+	set := func(flag string, apply func()) {
+		if !changed(flag) {
+			apply()
+		}
+	}
+	set("scheduler-name", func() { o.name = c.SchedulerName })
+	set("gpu-resource", func() { o.gpuResource = c.GPUResourceName })
+	set("dra-driver", func() { o.draDriver = c.DRADriver })
+	set("topology", func() { o.topology = c.TopologyName })
+	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
+	set("cycle-interval", func() { o.cycle = c.CycleInterval.Duration })
+	set("metrics-address", func() { o.metricsAddr = addr(c.MetricsAddress) })
+	set("health-address", func() { o.healthAddr = addr(c.HealthAddress) })
+	le := c.LeaderElection
+	set("leader-elect", func() { o.leaderElect = le.IsEnabled() })
+	set("leader-elect-namespace", func() { o.leaseNS = le.Namespace })
+	set("leader-elect-name", func() { o.leaseName = le.LeaseName })
+	set("leader-elect-lease-duration", func() { o.leaseDuration = le.LeaseDuration.Duration })
+	set("leader-elect-renew-deadline", func() { o.renewDeadline = le.RenewDeadline.Duration })
+	set("leader-elect-retry-period", func() { o.retryPeriod = le.RetryPeriod.Duration })
+	return nil
 }
 
 // restConfig loads the kubeconfig the flags or environment name.
@@ -119,7 +171,7 @@ func runScheduler(o schedulerOptions) error {
 	sched, err := kube.New(client, dyn, kube.Options{
 		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
 		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
-		Logger: log, Registry: reg,
+		Logger: log, Registry: reg, BindDelay: o.bindDelay,
 	})
 	if err != nil {
 		return err
@@ -131,7 +183,7 @@ func runScheduler(o schedulerOptions) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- kube.Serve(ctx, o.metricsAddr, o.healthAddr, reg, ready) }()
 
-	le := kube.LeaderElection{Enabled: o.leaderElect, Namespace: o.leaseNS, LeaseName: o.leaseName,
+	le := kube.LeaderElection{Enabled: o.leaderElect, Namespace: o.leaseNS, LeaseName: o.leaseName, Identity: o.leaseID,
 		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod}
 	var runErr error
 	err = kube.RunElected(ctx, client, le, log, func(ctx context.Context) {

@@ -26,6 +26,7 @@ type binder struct {
 	client kubernetes.Interface
 	cache  *Cache
 	now    func() time.Time
+	delay  time.Duration
 }
 
 // bindGang binds every pod of a GangBind in order. It stops at the first
@@ -37,7 +38,10 @@ func (b *binder) bindGang(ctx context.Context, w *world, gb engine.GangBind) (bo
 	if kj == nil {
 		return 0, fmt.Errorf("plan names unknown job %s", gb.Job)
 	}
-	for _, pb := range gb.Pods {
+	for i, pb := range gb.Pods {
+		if i > 0 && b.delay > 0 {
+			time.Sleep(b.delay)
+		}
 		pod := kj.pods[pb.Pod]
 		if pod == nil {
 			return bound, fmt.Errorf("plan names unknown pod %s", pb.Pod)

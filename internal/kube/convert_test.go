@@ -60,7 +60,10 @@ type fakeGroups struct {
 	classes     map[string]bool
 }
 
-func (f fakeGroups) jobParallelism(_, name string) (int, bool) { v, ok := f.parallelism[name]; return v, ok }
+func (f fakeGroups) jobParallelism(_, name string) (int, bool) {
+	v, ok := f.parallelism[name]
+	return v, ok
+}
 func (f fakeGroups) podGroup(_, name string) (int, string, bool) {
 	g, ok := f.groups[name]
 	if !ok {

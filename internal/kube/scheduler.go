@@ -29,6 +29,9 @@ type Options struct {
 	Logger        *slog.Logger
 	Registry      prometheus.Registerer // nil: metrics are not registered
 	Clock         func() time.Time      // nil: the wall clock
+	// BindDelay pauses between the bindings of one gang's pods. Tests use it
+	// to kill the scheduler mid-gang; leave it zero otherwise.
+	BindDelay time.Duration
 }
 
 // Scheduler drives the engine against a cluster.
@@ -90,7 +93,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry)}
-	s.binder = &binder{client: client, cache: c, now: opts.Clock}
+	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	s.reporter = &reporter{client: client, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName)}
 	return s, nil
