@@ -154,7 +154,8 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			}
 		}
 		if res.Failure != nil {
-			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message}
+			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
+				Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
 			failed[key] = r
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue

@@ -61,6 +61,11 @@ type Reason struct {
 	Verdict placement.Verdict
 	Level   string
 	Message string
+	// Best names the domain at Level that came closest; BestFits is how
+	// many of the Pods waiting pods it could hold now.
+	Best     string
+	BestFits int
+	Pods     int
 }
 
 // Plan is all one cycle decided; drivers apply it in field order.

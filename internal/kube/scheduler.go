@@ -151,6 +151,14 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
 	}
+	for _, rb := range w.resume {
+		if err := s.binder.bindPod(ctx, w, rb.pod, engine.PodBind{Node: rb.node}); err != nil {
+			res.BindErrors = append(res.BindErrors, fmt.Errorf("resuming %s/%s: %w", rb.pod.Namespace, rb.pod.Name, err))
+			continue
+		}
+		res.PodsBound++
+		s.reporter.scheduled(rb.pod, rb.node, " (its claims were already allocated)")
+	}
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
 	for _, gb := range plan.Binds {

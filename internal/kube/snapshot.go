@@ -28,6 +28,57 @@ type world struct {
 	claims map[string][]*resourcev1.ResourceClaim
 	// pools maps node -> DRA device name -> pool.
 	pools map[string]map[string]string
+	// resume lists pods whose claims are allocated for them but which are
+	// not bound yet.
+	resume []resumeBind
+}
+
+type resumeBind struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// reservedNode reports the node of a pod whose every claim is allocated
+// and reserved for it.
+func reservedNode(p *corev1.Pod, lk groupLookup) (string, bool) {
+	if len(p.Spec.ResourceClaims) == 0 {
+		return "", false
+	}
+	node := ""
+	for _, rc := range p.Spec.ResourceClaims {
+		name, ok := claimName(p, rc)
+		if !ok {
+			return "", false
+		}
+		cl, ok := lk.claim(p.Namespace, name)
+		if !ok || cl.Status.Allocation == nil || cl.Status.Allocation.NodeSelector == nil {
+			return "", false
+		}
+		reserved := false
+		for _, r := range cl.Status.ReservedFor {
+			if r.UID == p.UID {
+				reserved = true
+			}
+		}
+		n := selectorNode(cl.Status.Allocation.NodeSelector)
+		if !reserved || n == "" || (node != "" && n != node) {
+			return "", false
+		}
+		node = n
+	}
+	return node, true
+}
+
+// selectorNode reads the node of a node-local allocation's selector.
+func selectorNode(sel *corev1.NodeSelector) string {
+	for _, term := range sel.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
 }
 
 // buildWorld turns the cache into a snapshot at time now.
@@ -74,6 +125,22 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 
 	pods := c.listPods()
 	assumed := c.assumedNow(pods, now)
+	lk := lookup{c}
+	// A pod whose claims corral already allocated (a scheduler stopped
+	// between the claim and the binding) is finished first, on the node its
+	// claims name: the devices are taken, only the binding is missing.
+	for _, p := range pods {
+		if p.Spec.NodeName != "" || p.Spec.SchedulerName != c.cfg.schedulerName || terminal(p) {
+			continue
+		}
+		if node, ok := reservedNode(p, lk); ok {
+			if _, known := state.NodeIndex(node); known {
+				w.resume = append(w.resume, resumeBind{pod: p, node: node})
+				assumed[string(p.UID)] = assumedPod{node: node, at: now}
+			}
+		}
+	}
+
 	poolNode := map[string]string{}
 	for node, devs := range w.pools {
 		for _, pool := range devs {
@@ -82,7 +149,6 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	}
 	w.warnings = append(w.warnings, account(state, pods, assumed, c.listClaims(), poolNode, c.cfg)...)
 
-	lk := lookup{c}
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
 	var mix placement.MixCounter
 	snap := &engine.Snapshot{State: state, Now: now}

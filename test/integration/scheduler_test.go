@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
 
@@ -86,6 +87,22 @@ func TestGangJobRequiredRack(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		if n := boundCount(podsOf(t, c, ns, "wait")); n != 0 {
 			t.Errorf("%d pods of the waiting gang bound", n)
+		}
+
+		// corral explain says the same, and what would change it.
+		ex, err := kube.New(c.Client, c.Dynamic, kube.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		e, err := ex.Explain(ctx, ns, podsOf(t, c, ns, "wait")[0].Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.State != "pending" || e.Level != "rack" || e.Pods != 4 || e.GangMin != 4 || len(e.Suggestions) == 0 ||
+			!strings.Contains(e.Suggestions[0], "1 more of the 4 pods must fit in one rack") {
+			t.Errorf("explain: %+v", e)
 		}
 	})
 }

@@ -1,0 +1,129 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Explanation is `corral explain`'s answer about one pod's job. Its fields
+// are a stable read model (printed as text or JSON), not the engine's types.
+type Explanation struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	Job       string `json:"job"`
+	Pods      int    `json:"pods"`
+	Bound     int    `json:"bound"`
+	GangMin   int    `json:"gangMin"`
+	Shape     string `json:"shape"`
+	Required  string `json:"requiredLevel,omitempty"`
+	Preferred string `json:"preferredLevel,omitempty"`
+	// State is one of: bound, would-bind, pending, never-fits, invalid,
+	// waiting-for-pods.
+	State       string   `json:"state"`
+	Node        string   `json:"node,omitempty"`
+	GPUs        string   `json:"gpus,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	Level       string   `json:"level,omitempty"`
+	Suggestions []string `json:"suggestions,omitempty"`
+}
+
+// Explain builds a snapshot, runs one cycle without writing anything, and
+// says what corral would do with the job of namespace/pod and why.
+func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explanation, error) {
+	if err := s.cache.Start(ctx); err != nil {
+		return nil, err
+	}
+	w, err := s.cache.buildWorld(s.opts.Clock())
+	if err != nil {
+		return nil, err
+	}
+	var kj *kjob
+	var ref workload.PodRef
+	for _, j := range w.jobs {
+		for r, p := range j.pods {
+			if p.Namespace == namespace && p.Name == pod {
+				kj, ref = j, r
+			}
+		}
+	}
+	if kj == nil {
+		return nil, fmt.Errorf("pod %s/%s is not a pending or running pod of scheduler %q", namespace, pod, s.opts.SchedulerName)
+	}
+	e := &Explanation{Namespace: namespace, Pod: pod, Job: kj.key, Pods: len(kj.refs), Bound: len(kj.bound),
+		GangMin: kj.job.GangMin(), Required: kj.job.Topology.Required, Preferred: kj.job.Topology.Preferred}
+	var shapes []string
+	for _, ps := range kj.job.PodSets {
+		shapes = append(shapes, fmt.Sprintf("%d×[%s]", ps.Count, ps.Request.String()))
+	}
+	e.Shape = strings.Join(shapes, " + ")
+	p := kj.pods[ref]
+	switch {
+	case p.Spec.NodeName != "":
+		e.State, e.Node, e.GPUs = "bound", p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationAssignedGPUs]
+		return e, nil
+	case kj.invalid != "":
+		e.State, e.Reason = "invalid", kj.invalid
+		e.Suggestions = []string{"fix the pod or job as the reason says; corral reads it again on the next cycle"}
+		return e, nil
+	case kj.waiting != "":
+		e.State, e.Reason = "waiting-for-pods", kj.waiting
+		e.Suggestions = []string{"corral places the gang once all its pods (and their ResourceClaims) exist"}
+		return e, nil
+	}
+	plan := s.engine.Cycle(w.snap)
+	for _, b := range plan.Binds {
+		if b.Job != kj.job.ID {
+			continue
+		}
+		e.State = "would-bind"
+		for _, pb := range b.Pods {
+			if pb.Pod == ref {
+				e.Node, e.GPUs = pb.Node, strings.Join(pb.Devices, ",")
+			}
+		}
+		e.Reason = fmt.Sprintf("fits now in %s %s; the next cycle binds it", b.Level, b.Domain)
+		return e, nil
+	}
+	for _, pe := range plan.Pending {
+		if pe.Job != kj.job.ID {
+			continue
+		}
+		e.Reason, e.Level = pe.Reason.Message, pe.Reason.Level
+		e.State = "pending"
+		if pe.Reason.Verdict == placement.NeverFits {
+			e.State = "never-fits"
+		}
+		e.Suggestions = suggest(kj.job, pe.Reason)
+	}
+	return e, nil
+}
+
+// suggest says what would have to change for a waiting job to start.
+func suggest(j *workload.Job, r engine.Reason) []string {
+	var out []string
+	switch r.Verdict {
+	case placement.NeverFits:
+		out = append(out, "no domain the job may use could hold it even on an empty cluster: waiting or preempting will not help")
+		if j.Topology.Required != "" {
+			out = append(out, fmt.Sprintf("remove %s (or name a wider level) to let the gang span more than one %s",
+				v1alpha1.AnnotationRequiredTopology, j.Topology.Required))
+		}
+		out = append(out, "or ask for fewer pods or fewer GPUs per pod")
+	case placement.WaitFree:
+		if r.Pods > r.BestFits && r.Best != "" {
+			out = append(out, fmt.Sprintf("%d more of the %d pods must fit in one %s: %s %s is the closest (it fits %d now)",
+				r.Pods-r.BestFits, r.Pods, r.Level, r.Level, r.Best, r.BestFits))
+		}
+		out = append(out, "it starts on its own when running work there ends")
+		if j.Topology.Required != "" {
+			out = append(out, fmt.Sprintf("or remove %s to let it span %ss now", v1alpha1.AnnotationRequiredTopology, j.Topology.Required))
+		}
+	}
+	return out
+}
