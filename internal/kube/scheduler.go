@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,8 @@ type Options struct {
 	Logger        *slog.Logger
 	Registry      prometheus.Registerer // nil: metrics are not registered
 	Clock         func() time.Time      // nil: the wall clock
+	// BindWorkers is how many gangs bind at once (default 32).
+	BindWorkers int
 	// BindDelay pauses between the bindings of one gang's pods. Tests use it
 	// to kill the scheduler mid-gang; leave it zero otherwise.
 	BindDelay time.Duration
@@ -77,6 +80,9 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.BindWorkers <= 0 {
+		opts.BindWorkers = 32
 	}
 	cfg := adapterConfig{schedulerName: opts.SchedulerName, gpuResource: opts.GPUResource,
 		draDriver: opts.DRADriver, topologyName: opts.TopologyName}
@@ -161,23 +167,37 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	}
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+	// Gangs bind concurrently, each in pod order on its own worker: the
+	// API round trips, not the engine, bound a cycle's throughput.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.opts.BindWorkers)
 	for _, gb := range plan.Binds {
-		n, err := s.binder.bindGang(ctx, w, gb)
-		res.PodsBound += n
-		kj := w.byID[gb.Job]
-		for _, pb := range gb.Pods[:n] {
-			detail := ""
-			if len(pb.Devices) > 0 {
-				detail = fmt.Sprintf(" (GPUs %v, %s %s)", pb.Devices, gb.Level, gb.Domain)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(gb engine.GangBind) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			n, err := s.binder.bindGang(ctx, w, gb)
+			kj := w.byID[gb.Job]
+			for _, pb := range gb.Pods[:n] {
+				detail := ""
+				if len(pb.Devices) > 0 {
+					detail = fmt.Sprintf(" (GPUs %v, %s %s)", pb.Devices, gb.Level, gb.Domain)
+				}
+				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
 			}
-			s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
-		}
-		if err != nil {
-			res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
-			s.metrics.bindErrors.Inc()
-		}
-		s.metrics.podsBound.Add(float64(n))
+			s.metrics.podsBound.Add(float64(n))
+			mu.Lock()
+			defer mu.Unlock()
+			res.PodsBound += n
+			if err != nil {
+				res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
+				s.metrics.bindErrors.Inc()
+			}
+		}(gb)
 	}
+	wg.Wait()
 	for _, p := range plan.Pending {
 		kj := w.byID[p.Job]
 		msg := p.Reason.Message

@@ -115,6 +115,11 @@ type Options struct {
 	// stage for bare pods; the stock pod-complete only fires for Job pods).
 	ExtraKwokStages []string
 
+	// SchedulerQPS and SchedulerBurst set kube-scheduler's client rate
+	// limits (default 200 and 400).
+	SchedulerQPS   int
+	SchedulerBurst int
+
 	// StartTimeout bounds the whole start-up (default 90s).
 	StartTimeout time.Duration
 	// APIServerVerbosity is kube-apiserver's -v (default 1).
@@ -744,11 +749,11 @@ func (c *Cluster) startScheduler() error {
 kind: KubeSchedulerConfiguration
 clientConnection:
   kubeconfig: %q
-  qps: 200
-  burst: 400
+  qps: %d
+  burst: %d
 leaderElection:
   leaderElect: false
-`, c.kubeconfigPath("system:kube-scheduler"))
+`, c.kubeconfigPath("system:kube-scheduler"), orDefault(c.opts.SchedulerQPS, 200), orDefault(c.opts.SchedulerBurst, 400))
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -825,4 +830,11 @@ func (c *Cluster) waitServiceAccount(ctx context.Context, ns, name string) error
 		case <-tick.C:
 		}
 	}
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
 }
