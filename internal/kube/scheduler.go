@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // Options configure the Kubernetes driver.
@@ -101,7 +102,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		log: opts.Logger, metrics: newMetrics(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-	s.reporter = &reporter{client: client, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName)}
+	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName)}
 	return s, nil
 }
 
@@ -208,6 +209,36 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			s.log.Warn("reporting", "err", err)
 		}
 	}
+	// Upstream PodGroups learn their state too.
+	pendingReason := map[workload.JobID]string{}
+	for _, p := range plan.Pending {
+		pendingReason[p.Job] = p.Reason.Message
+	}
+	boundNow := map[workload.JobID]int{}
+	for _, gb := range plan.Binds {
+		boundNow[gb.Job] = len(gb.Pods)
+	}
+	for _, kj := range w.jobs {
+		if kj.group == "" {
+			continue
+		}
+		ns := kj.pods[kj.refs[0]].Namespace
+		scheduled := len(kj.bound)+boundNow[kj.job.ID] >= kj.job.GangMin() && kj.invalid == "" && kj.waiting == ""
+		msg, reason := pendingReason[kj.job.ID], ReasonUnschedulable
+		switch {
+		case kj.invalid != "":
+			msg, reason = kj.invalid, ReasonInvalid
+		case kj.waiting != "":
+			msg, reason = kj.waiting, ReasonGangIncomplete
+		}
+		if !scheduled && msg == "" {
+			continue
+		}
+		if err := s.reporter.podGroupStatus(ctx, s.cache, ns, kj.group, scheduled, reason, msg); err != nil {
+			s.log.Warn("PodGroup status", "podgroup", ns+"/"+kj.group, "err", err)
+		}
+	}
+
 	pendingPods := 0
 	for _, kj := range w.jobs {
 		if !kj.pending() {

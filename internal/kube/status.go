@@ -6,8 +6,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 )
@@ -30,6 +33,7 @@ const (
 // changes so that a waiting pod costs no API traffic per cycle.
 type reporter struct {
 	client   kubernetes.Interface
+	dynamic  dynamic.Interface
 	recorder events.EventRecorder
 }
 
@@ -80,4 +84,47 @@ func hasCondition(p *corev1.Pod, reason, message string) bool {
 		}
 	}
 	return false
+}
+
+// podGroupStatus writes the upstream PodGroup's scheduling condition:
+// True once the gang minimum is bound, False with corral's reason while it
+// waits. The condition is named PodGroupScheduled in v1alpha2 (1.36) and
+// PodGroupInitiallyScheduled in v1beta1 (1.37). Written only on change.
+func (r *reporter) podGroupStatus(ctx context.Context, c *Cache, namespace, name string, scheduled bool, reason, message string) error {
+	if r.dynamic == nil || c.podGroups == nil {
+		return nil
+	}
+	condType := "PodGroupScheduled"
+	if c.podGroupGVR.Version == "v1beta1" {
+		condType = "PodGroupInitiallyScheduled"
+	}
+	status := metav1.ConditionFalse
+	if scheduled {
+		status, reason, message = metav1.ConditionTrue, "Scheduled", "the gang minimum is bound"
+	}
+	res := r.dynamic.Resource(c.podGroupGVR).Namespace(namespace)
+	// Compare with the informer's copy: an unchanged condition costs no call.
+	o, ok, err := c.podGroups.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return err
+	}
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	var conds []metav1.Condition
+	if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &conds)
+	}
+	changed := meta.SetStatusCondition(&conds, metav1.Condition{Type: condType, Status: status, Reason: reason,
+		Message: message, ObservedGeneration: u.GetGeneration()})
+	if !changed {
+		return nil
+	}
+	b, _ := json.Marshal(conds)
+	var raw []any
+	_ = json.Unmarshal(b, &raw)
+	if err := unstructured.SetNestedSlice(u.Object, raw, "status", "conditions"); err != nil {
+		return err
+	}
+	_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	return err
 }
