@@ -35,8 +35,8 @@ func newBenchCmd() *cobra.Command {
 }
 
 type e2eOptions struct {
-	nodes, pods, gangs, gangSize, workers, qps int
-	jsonFile                              string
+	nodes, gpusPerNode, pods, gangs, gangSize, workers, qps int
+	jsonFile                                                string
 }
 
 // e2eResult is one scheduler's run of one scenario.
@@ -61,8 +61,8 @@ func newBenchE2ECmd() *cobra.Command {
 		Short: "Pods bound per second through a real API server with kwok nodes, corral beside kube-scheduler",
 		Long: `e2e starts the test control plane (bin/, see 'make tools'), adds kwok nodes
 with 8 GPUs each, and measures, one after the other in the same cluster:
-  1. corral binding --pods single-GPU pods,
-  2. kube-scheduler v1.36.3 binding the same pods (plain pods: it has no gangs),
+  1. kube-scheduler v1.36.3 binding --pods single-GPU pods (plain pods: it has no gangs),
+  2. corral binding the same number of single-GPU pods,
   3. corral binding --gangs gangs of --gang-size single-GPU pods.
 The pods of each run exist before its scheduler starts, so creation speed is
 not measured. Each scheduler runs as its own process; its peak RSS is read
@@ -71,7 +71,8 @@ from /proc.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runE2E(cmd.Context(), cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.nodes, "nodes", 1000, "kwok nodes (8 GPUs each, 20 per rack)")
+	f.IntVar(&o.nodes, "nodes", 1000, "kwok nodes (20 per rack)")
+	f.IntVar(&o.gpusPerNode, "gpus-per-node", 16, "GPUs per node: room for every run's pods at once")
 	f.IntVar(&o.pods, "pods", 5000, "single-GPU pods per scheduler")
 	f.IntVar(&o.gangs, "gangs", 500, "gangs for corral")
 	f.IntVar(&o.gangSize, "gang-size", 8, "pods per gang (1 GPU each)")
@@ -103,7 +104,7 @@ func runE2E(ctx context.Context, out io.Writer, o e2eOptions) error {
 	}
 	t0 := time.Now()
 	if err := parallel(o.nodes, o.workers, func(i int) error {
-		_, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: fmt.Sprintf("n%04d", i), GPUs: 8, CPU: "128", Memory: "1Ti",
+		_, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: fmt.Sprintf("n%04d", i), GPUs: o.gpusPerNode, CPU: "256", Memory: "2Ti",
 			Labels: map[string]string{"corral.dev/rack": fmt.Sprintf("r%03d", i/20), v1alpha1.LabelGPUModel: "H100"}})
 		return err
 	}); err != nil {
@@ -158,10 +159,7 @@ func runE2E(ctx context.Context, out io.Writer, o e2eOptions) error {
 		results = append(results, res)
 		logf("%-8s %-15s %5d/%d pods bound, %.1fs from start, %.0f pods/s, peak RSS %.0f MiB",
 			scenario, scheduler, res.Bound, res.Pods, res.FromStartS, res.PodsPerS, res.PeakRSSMiB)
-		// Free the GPUs for the next run.
-		zero := int64(0)
-		_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
-		return waitNoPods(ctx, client, ns)
+		return nil
 	}
 	startCorral := func(tag string) func() (func() (int64, error), func(), error) {
 		return func() (func() (int64, error), func(), error) {
@@ -199,9 +197,9 @@ func runE2E(ctx context.Context, out io.Writer, o e2eOptions) error {
 		return out
 	}
 
-	if err := run("pods", "corral", "bench-corral", podsFor("bench-corral", "corral", o.pods, nil), startCorral("pods")); err != nil {
-		return err
-	}
+	// kube-scheduler goes first, on the emptiest cluster; corral's runs see
+	// the pods of the runs before them (nothing is deleted in between:
+	// kwok removes pods slowly, and the nodes have room for all runs).
 	if err := run("pods", "kube-scheduler", "bench-kube", podsFor("bench-kube", "default-scheduler", o.pods, nil),
 		func() (func() (int64, error), func(), error) {
 			if err := c.StartKubeScheduler(); err != nil {
@@ -209,6 +207,9 @@ func runE2E(ctx context.Context, out io.Writer, o e2eOptions) error {
 			}
 			return func() (int64, error) { return c.PeakRSS(framework.KubeScheduler) }, func() {}, nil
 		}); err != nil {
+		return err
+	}
+	if err := run("pods", "corral", "bench-corral", podsFor("bench-corral", "corral", o.pods, nil), startCorral("pods")); err != nil {
 		return err
 	}
 	size := o.gangSize
@@ -281,17 +282,6 @@ func waitServiceAccount(ctx context.Context, client kubernetes.Interface, ns str
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("no default ServiceAccount in %s", ns)
-}
-
-func waitNoPods(ctx context.Context, client kubernetes.Interface, ns string) error {
-	for i := 0; i < 600; i++ {
-		list, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-		if err == nil && len(list.Items) == 0 {
-			return nil
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	return fmt.Errorf("pods of %s not gone", ns)
 }
 
 // partialGangs counts gangs with some but not all pods bound.
