@@ -64,3 +64,10 @@ verify-generate: controller-gen ## Fail if the generated code or CRDs are stale 
 	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config="$$tmp/crds" && \
 	{ diff -ru deploy/crds "$$tmp/crds" || { echo "deploy/crds: stale CRDs: run make generate"; exit 1; }; } && \
 	echo "generated files are up to date"
+
+# ---------------------------------------------------------------- local cluster
+.PHONY: dev-cluster
+DEV_ARGS ?=
+
+dev-cluster: tools ## A local kwok GPU cluster with corral scheduling it, until Ctrl-C (DEV_ARGS="--dra", see docs/kubernetes.md)
+	$(GO) run ./cmd/corral dev up $(DEV_ARGS)

@@ -208,7 +208,7 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 			return
 		}
 		pr, unk := placement.Resolve(s, ref, r)
-		if len(unk) > 0 && len(unk) == len(r.Models) && r.GPUMilliTotal() > 0 {
+		if pr.Mask == 0 && r.GPUMilliTotal() > 0 {
 			unknown = append(unknown, unk...)
 		}
 		pods = append(pods, pr)
@@ -262,6 +262,14 @@ func shapeKey(g placement.Gang) string {
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
 	for _, p := range g.Pods {
 		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask), p.Scope)
+		if len(p.NodeLabels) > 0 {
+			keys := make([]string, 0, len(p.NodeLabels))
+			for k, v := range p.NodeLabels {
+				keys = append(keys, k+"="+v)
+			}
+			sort.Strings(keys)
+			fmt.Fprintf(&b, ",%s", strings.Join(keys, ","))
+		}
 	}
 	return b.String()
 }

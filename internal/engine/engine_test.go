@@ -355,3 +355,41 @@ func TestDeviceScopeIsARequirement(t *testing.T) {
 		t.Errorf("scoped pair on an empty node: %+v", plan)
 	}
 }
+
+func TestDRAAndExtendedGPUsAreSeparate(t *testing.T) {
+	// One node publishes its GPUs through DRA (model prefix "dra:"), the
+	// other as the extended resource: each kind of request lands on its own.
+	dra := build.Node().Name("dra").Model(placement.DRAModelPrefix + "H100").Obj()
+	ext := build.Node().Name("ext").Model("H100").Obj()
+	s := build.State(build.Topo(), []cluster.Node{dra, ext})
+	claim := build.Job("claim").GPUs(2).Obj()
+	claim.PodSets[0].Request.DRA = true
+	plain := build.Job("plain").GPUs(2).Obj()
+	plan := cycle(s, Corral, claim, plain)
+	if got := outcomeOf(plan, "claim"); !got.Placed || got.Nodes[0] != "dra" {
+		t.Errorf("DRA request: %+v", got)
+	}
+	if got := outcomeOf(plan, "plain"); !got.Placed || got.Nodes[0] != "ext" {
+		t.Errorf("extended-resource request: %+v", got)
+	}
+	// With no DRA GPUs at all, a claim never fits, and says why.
+	only := build.State(build.Topo(), []cluster.Node{ext})
+	p := cycle(only, Corral, claim)
+	if len(p.Pending) != 1 || p.Pending[0].Reason.Verdict != placement.NeverFits ||
+		!strings.Contains(p.Pending[0].Reason.Message, "DRA") {
+		t.Errorf("claim on a cluster without DRA GPUs: %+v", p)
+	}
+}
+
+func TestNodeSelectorIsHonoured(t *testing.T) {
+	s := build.State(build.Topo("rack"), build.Racks(2, 2))
+	j := build.Job("a").GPUs(8).Obj()
+	j.PodSets[0].Request.NodeLabels = map[string]string{build.LabelPrefix + "rack": "r1"}
+	if got := outcomeOf(cycle(s, Corral, j), "a"); !got.Placed || !strings.HasPrefix(got.Nodes[0], "r1-") {
+		t.Errorf("selector rack r1: %+v", got)
+	}
+	j.PodSets[0].Request.NodeLabels = map[string]string{build.LabelPrefix + "rack": "r9"}
+	if got := outcomeOf(cycle(s, Corral, j), "a"); got.Placed || got.Verdict != placement.NeverFits {
+		t.Errorf("selector matching no node: %+v", got)
+	}
+}

@@ -12,12 +12,15 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
 )
 
 // adapterConfig is what the conversion code needs of the configuration.
@@ -242,19 +245,46 @@ func (c *Cache) listClaims() []*resourcev1.ResourceClaim {
 	return out
 }
 
+// topologyChoice records which Topology objects the last snapshot used and
+// why others were not, for their status.
+type topologyChoice struct {
+	inUse   string
+	invalid map[string]string // name -> why
+	notUsed []string
+}
+
 // topologyLevels reads the Topology object: level names to node labels, in
 // order, widest first. No object (or no CRD) means a flat cluster.
 func (c *Cache) topologyLevels() (names []string, labelOf map[string]string, err error) {
+	names, labelOf, _, err = c.chooseTopology()
+	return names, labelOf, err
+}
+
+func (c *Cache) chooseTopology() (names []string, labelOf map[string]string, choice topologyChoice, err error) {
+	names, labelOf, chosen, objs, err := c.readTopology()
+	choice.invalid = map[string]string{}
+	for _, o := range objs {
+		switch {
+		case chosen != nil && o.GetName() == chosen.GetName() && err == nil:
+			choice.inUse = o.GetName()
+		case chosen != nil && o.GetName() == chosen.GetName():
+			choice.invalid[o.GetName()] = err.Error()
+		default:
+			choice.notUsed = append(choice.notUsed, o.GetName())
+		}
+	}
+	return names, labelOf, choice, err
+}
+
+func (c *Cache) readTopology() (names []string, labelOf map[string]string, chosen *unstructured.Unstructured, objs []*unstructured.Unstructured, err error) {
 	labelOf = map[string]string{}
 	if c.topologies == nil {
-		return nil, labelOf, nil
+		return nil, labelOf, nil, nil, nil
 	}
-	var objs []*unstructured.Unstructured
 	for _, o := range c.topologies.GetStore().List() {
 		objs = append(objs, o.(*unstructured.Unstructured))
 	}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].GetName() < objs[j].GetName() })
-	var chosen *unstructured.Unstructured
 	switch {
 	case c.cfg.topologyName != "":
 		for _, o := range objs {
@@ -263,30 +293,27 @@ func (c *Cache) topologyLevels() (names []string, labelOf map[string]string, err
 			}
 		}
 		if chosen == nil {
-			return nil, labelOf, fmt.Errorf("Topology %q not found", c.cfg.topologyName)
+			return nil, labelOf, nil, objs, fmt.Errorf("Topology %q not found", c.cfg.topologyName)
 		}
 	case len(objs) == 1:
 		chosen = objs[0]
 	case len(objs) > 1:
-		return nil, labelOf, fmt.Errorf("%d Topology objects and no topologyName in the configuration", len(objs))
+		return nil, labelOf, nil, objs, fmt.Errorf("%d Topology objects and no topologyName in the configuration", len(objs))
 	default:
-		return nil, labelOf, nil
+		return nil, labelOf, nil, objs, nil
 	}
-	levels, _, _ := unstructured.NestedSlice(chosen.Object, "spec", "levels")
-	for i, l := range levels {
-		m, ok := l.(map[string]any)
-		if !ok {
-			return nil, labelOf, fmt.Errorf("Topology %s: level %d is not an object", chosen.GetName(), i)
-		}
-		name, _ := m["name"].(string)
-		label, _ := m["nodeLabel"].(string)
-		if name == "" || label == "" {
-			return nil, labelOf, fmt.Errorf("Topology %s: level %d needs a name and a nodeLabel", chosen.GetName(), i)
-		}
-		names = append(names, name)
-		labelOf[name] = label
+	var t v1alpha1.Topology
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(chosen.Object, &t); err != nil {
+		return nil, labelOf, chosen, objs, fmt.Errorf("Topology %s: %v", chosen.GetName(), err)
 	}
-	return names, labelOf, nil
+	if err := t.Validate(); err != nil {
+		return nil, labelOf, chosen, objs, fmt.Errorf("Topology %s: %v", chosen.GetName(), err)
+	}
+	for _, l := range t.Spec.Levels {
+		names = append(names, l.Name)
+		labelOf[l.Name] = l.NodeLabel
+	}
+	return names, labelOf, chosen, objs, nil
 }
 
 // lookup implements groupLookup over the informer stores.
@@ -298,10 +325,18 @@ func (l lookup) jobParallelism(ns, name string) (int, bool) {
 		return 0, false
 	}
 	j := o.(*batchv1.Job)
-	if j.Spec.Parallelism == nil {
-		return 1, true
+	par := 1
+	if j.Spec.Parallelism != nil {
+		par = int(*j.Spec.Parallelism)
 	}
-	return int(*j.Spec.Parallelism), true
+	// The Job controller runs at most the completions still missing: the
+	// last wave of a Job with completions > parallelism is smaller.
+	if j.Spec.Completions != nil {
+		if left := int(*j.Spec.Completions) - int(j.Status.Succeeded); left < par {
+			par = max(left, 1)
+		}
+	}
+	return par, true
 }
 
 func (l lookup) podGroup(ns, name string) (int, string, bool) {

@@ -151,11 +151,24 @@ func TestBuildJobs(t *testing.T) {
 		},
 		"a DRA claim with matchAttribute pcieRoot": {
 			pods: []*corev1.Pod{pod("a").claim("pair").obj()},
-			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: workload.Request{CPUMilli: 2000, MemMiB: 4096, GPUs: 2, Scope: workload.ScopePCIe}}},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: workload.Request{CPUMilli: 2000, MemMiB: 4096, GPUs: 2, Scope: workload.ScopePCIe, DRA: true}}},
 		},
 		"a claim with an unknown DeviceClass is invalid": {
 			pods: []*corev1.Pod{pod("a").claim("bad").obj()},
 			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: ResourceClaim bad request "gpus": DeviceClass "nope" does not exist`}},
+		},
+		"a whole GPU by the fraction annotation is invalid": {
+			pods: []*corev1.Pod{pod("a").ann(v1alpha1.AnnotationGPUMilli, "1000").obj()},
+			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: annotation corral.dev/gpu-milli="1000": want 1-999 milli of one GPU`}},
+		},
+		"a nodeSelector becomes a node-label requirement": {
+			pods: []*corev1.Pod{func() *corev1.Pod {
+				p := pod("a").gpus(1).obj()
+				p.Spec.NodeSelector = map[string]string{"corral.dev/rack": "r4"}
+				return p
+			}()},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: workload.Request{CPUMilli: 2000, MemMiB: 4096, GPUs: 1,
+				NodeLabels: map[string]string{"corral.dev/rack": "r4"}}}},
 		},
 		"a malformed annotation is invalid, other pods unaffected": {
 			pods: []*corev1.Pod{pod("a").gpus(1).ann(v1alpha1.AnnotationMinMembers, "many").obj(), pod("b").gpus(1).obj()},
@@ -240,8 +253,8 @@ func TestNodeFromObject(t *testing.T) {
 		for _, d := range n.Devices {
 			got = append(got, cluster.Device{ID: d.ID, Model: d.Model, PCIeSwitch: d.PCIeSwitch, NVLink: d.NVLink})
 		}
-		want := []cluster.Device{{ID: "gpu-0", Model: "H100", PCIeSwitch: 0, NVLink: -1}, {ID: "gpu-1", Model: "H100", PCIeSwitch: 0, NVLink: -1},
-			{ID: "gpu-2", Model: "H100", PCIeSwitch: 1, NVLink: -1}, {ID: "gpu-3", Model: "H100", PCIeSwitch: 1, NVLink: -1}}
+		want := []cluster.Device{{ID: "gpu-0", Model: "dra:H100", PCIeSwitch: 0, NVLink: -1}, {ID: "gpu-1", Model: "dra:H100", PCIeSwitch: 0, NVLink: -1},
+			{ID: "gpu-2", Model: "dra:H100", PCIeSwitch: 1, NVLink: -1}, {ID: "gpu-3", Model: "dra:H100", PCIeSwitch: 1, NVLink: -1}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Error(diff)
 		}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,7 +238,8 @@ func levelByLabel(levels map[string]string, label string) (string, bool) {
 
 func sameRequest(a, b workload.Request) bool {
 	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
-		a.GPUMilli == b.GPUMilli && a.Scope == b.Scope && strings.Join(a.Models, "|") == strings.Join(b.Models, "|")
+		a.GPUMilli == b.GPUMilli && a.Scope == b.Scope && a.DRA == b.DRA &&
+		strings.Join(a.Models, "|") == strings.Join(b.Models, "|") && maps.Equal(a.NodeLabels, b.NodeLabels)
 }
 
 func terminal(p *corev1.Pod) bool {
@@ -268,16 +270,16 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 	r.CPUMilli, r.MemMiB, r.GPUs = cpu, (mem+(1<<20)-1)>>20, int(min(gpus, 1<<16))
 	if v := p.Annotations[v1alpha1.AnnotationGPUMilli]; v != "" {
 		m, err := strconv.Atoi(v)
-		if err != nil || m < 1 || m > 1000 {
-			return r, fmt.Errorf("annotation %s=%q: want 1-1000 milli of one GPU", v1alpha1.AnnotationGPUMilli, v)
+		if err != nil || m < 1 || m > 999 {
+			return r, fmt.Errorf("annotation %s=%q: want 1-999 milli of one GPU", v1alpha1.AnnotationGPUMilli, v)
 		}
 		if r.GPUs > 1 {
 			return r, fmt.Errorf("annotation %s asks for a fraction of one GPU but the pod requests %d GPUs", v1alpha1.AnnotationGPUMilli, r.GPUs)
 		}
-		r.GPUs = 1
-		if m < 1000 {
-			r.GPUMilli = m
-		}
+		r.GPUs, r.GPUMilli = 1, m
+	}
+	if len(p.Spec.NodeSelector) > 0 {
+		r.NodeLabels = p.Spec.NodeSelector
 	}
 	if v := p.Annotations[v1alpha1.AnnotationGPUModels]; v != "" {
 		for _, m := range strings.Split(v, "|") {
@@ -295,7 +297,7 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 			if r.GPUs > 0 {
 				return r, fmt.Errorf("the pod asks for GPUs both as %s and through ResourceClaims", gpuResource)
 			}
-			r.GPUs, r.Scope = n, scope
+			r.GPUs, r.Scope, r.DRA = n, scope, true
 		}
 	}
 	return r, r.Validate()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
 )
 
 // Standard DRA device attributes corral reads for topology.
@@ -183,6 +184,8 @@ func devicesFromSlices(node string, slices []*resourcev1.ResourceSlice, driver, 
 			if a, ok := d.Attributes["productName"]; ok && a.StringValue != nil && *a.StringValue != "" {
 				cd.Model = modelFromProduct(*a.StringValue)
 			}
+			// DRA GPUs are their own resource: only claims may take them.
+			cd.Model = placement.DRAModelPrefix + cd.Model
 			if a, ok := d.Attributes[attrNUMANode]; ok && a.IntValue != nil {
 				cd.NUMA = int(min(max(*a.IntValue, 0), cluster.MaxCoordinate))
 				cd.Socket = cd.NUMA

@@ -158,6 +158,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
 	}
+	if err := s.reporter.topologyStatus(ctx, s.cache, w); err != nil {
+		s.log.Warn("Topology status", "err", err)
+	}
 	for _, rb := range w.resume {
 		if err := s.binder.bindPod(ctx, w, rb.pod, engine.PodBind{Node: rb.node}); err != nil {
 			res.BindErrors = append(res.BindErrors, fmt.Errorf("resuming %s/%s: %w", rb.pod.Namespace, rb.pod.Name, err))

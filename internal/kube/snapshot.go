@@ -31,6 +31,10 @@ type world struct {
 	// resume lists pods whose claims are allocated for them but which are
 	// not bound yet.
 	resume []resumeBind
+	// topology is which Topology objects this snapshot used, for status.
+	topology    topologyChoice
+	topologyErr string
+	levelLabels []string
 }
 
 type resumeBind struct {
@@ -83,16 +87,23 @@ func selectorNode(sel *corev1.NodeSelector) string {
 
 // buildWorld turns the cache into a snapshot at time now.
 func (c *Cache) buildWorld(now time.Time) (*world, error) {
-	levelNames, labelOf, err := c.topologyLevels()
+	levelNames, labelOf, choice, err := c.chooseTopology()
+	var topoWarning string
 	if err != nil {
-		return nil, err
+		// Scheduling goes on with a flat cluster; jobs that need a level
+		// are told it is unknown, and the Topology's status says why.
+		topoWarning = err.Error()
+		levelNames, labelOf = nil, map[string]string{}
 	}
 	topo := cluster.Topology{}
 	for _, name := range levelNames {
 		topo.Levels = append(topo.Levels, cluster.Level{Name: name, Label: labelOf[name]})
 	}
 	w := &world{byID: map[workload.JobID]*kjob{}, claims: map[string][]*resourcev1.ResourceClaim{},
-		pools: map[string]map[string]string{}}
+		pools: map[string]map[string]string{}, topology: choice, topologyErr: topoWarning}
+	if topoWarning != "" {
+		w.warnings = append(w.warnings, topoWarning)
+	}
 	slices := c.listSlices()
 	for _, sl := range slices {
 		if sl.Spec.Driver != c.cfg.draDriver || sl.Spec.NodeName == nil {
@@ -116,6 +127,9 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 			w.warnings = append(w.warnings, "node "+n.Name+": "+wmsg)
 		}
 		nodes = append(nodes, cn)
+	}
+	for _, name := range levelNames {
+		w.levelLabels = append(w.levelLabels, labelOf[name])
 	}
 	state, err := cluster.New(topo, nodes)
 	if err != nil {

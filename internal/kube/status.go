@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
 )
 
 // Condition reasons corral writes on PodScheduled=False.
@@ -127,4 +130,83 @@ func (r *reporter) podGroupStatus(ctx context.Context, c *Cache, namespace, name
 	}
 	_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
 	return err
+}
+
+// topologyStatus tells each Topology object whether the scheduler uses it
+// (Accepted=True, InUse, with the nodes it covers) or why not. Written only
+// on change, from the informer's copy.
+func (r *reporter) topologyStatus(ctx context.Context, c *Cache, w *world) error {
+	if r.dynamic == nil || c.topologies == nil {
+		return nil
+	}
+	covered := 0
+	for n := 0; n < w.state.NumNodes(); n++ {
+		labels := w.state.Node(n).Labels
+		all := true
+		for _, l := range w.levelLabels {
+			if _, ok := labels[l]; !ok {
+				all = false
+			}
+		}
+		if all {
+			covered++
+		}
+	}
+	type want struct {
+		status          metav1.ConditionStatus
+		reason, message string
+		nodes           int64
+	}
+	wants := map[string]want{}
+	if w.topology.inUse != "" {
+		wants[w.topology.inUse] = want{metav1.ConditionTrue, v1alpha1.TopologyReasonInUse,
+			fmt.Sprintf("the scheduler builds its topology tree from this object (%d nodes carry every level's label)", covered), int64(covered)}
+	}
+	for name, why := range w.topology.invalid {
+		wants[name] = want{metav1.ConditionFalse, v1alpha1.TopologyReasonInvalid, why, 0}
+	}
+	for _, name := range w.topology.notUsed {
+		msg := "another Topology is in use"
+		if w.topologyErr != "" {
+			msg = w.topologyErr
+		}
+		wants[name] = want{metav1.ConditionFalse, v1alpha1.TopologyReasonNotSelected, msg, 0}
+	}
+	names := make([]string, 0, len(wants))
+	for name := range wants {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		wt := wants[name]
+		o, ok, err := c.topologies.GetStore().GetByKey(name)
+		if err != nil || !ok {
+			continue
+		}
+		u := o.(*unstructured.Unstructured).DeepCopy()
+		var conds []metav1.Condition
+		if raw, ok, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); ok {
+			b, _ := json.Marshal(raw)
+			_ = json.Unmarshal(b, &conds)
+		}
+		oldNodes, _, _ := unstructured.NestedInt64(u.Object, "status", "nodes")
+		changed := meta.SetStatusCondition(&conds, metav1.Condition{Type: v1alpha1.TopologyConditionAccepted,
+			Status: wt.status, Reason: wt.reason, Message: wt.message, ObservedGeneration: u.GetGeneration()})
+		if !changed && oldNodes == wt.nodes {
+			continue
+		}
+		b, _ := json.Marshal(conds)
+		var raw []any
+		_ = json.Unmarshal(b, &raw)
+		if err := unstructured.SetNestedSlice(u.Object, raw, "status", "conditions"); err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, wt.nodes, "status", "nodes"); err != nil {
+			return err
+		}
+		if _, err := r.dynamic.Resource(topologyGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("Topology %s status: %w", name, err)
+		}
+	}
+	return nil
 }

@@ -33,6 +33,7 @@ type mixKey struct {
 	gpus     int
 	milli    int
 	models   string
+	dra      bool
 }
 
 // Observe counts one pod of the given request.
@@ -40,7 +41,7 @@ func (c *MixCounter) Observe(r workload.Request, pods int) {
 	if c.counts == nil {
 		c.counts = map[mixKey]float64{}
 	}
-	k := mixKey{cpu: r.CPUMilli, mem: r.MemMiB, gpus: r.GPUs, milli: r.GPUMilli}
+	k := mixKey{cpu: r.CPUMilli, mem: r.MemMiB, gpus: r.GPUs, milli: r.GPUMilli, dra: r.DRA}
 	for i, m := range r.Models {
 		if i > 0 {
 			k.models += "|"
@@ -71,7 +72,7 @@ func (c *MixCounter) Mix(max int) Mix {
 	}
 	out := make(Mix, len(keys))
 	for i, k := range keys {
-		r := workload.Request{CPUMilli: k.cpu, MemMiB: k.mem, GPUs: k.gpus, GPUMilli: k.milli}
+		r := workload.Request{CPUMilli: k.cpu, MemMiB: k.mem, GPUs: k.gpus, GPUMilli: k.milli, DRA: k.dra}
 		if k.models != "" {
 			r.Models = splitModels(k.models)
 		}
@@ -165,10 +166,7 @@ func NewFragScorer(s *cluster.State, mix Mix, memo *FragMemo) *FragScorer {
 	}
 	f := &FragScorer{memo: memo.table}
 	for _, e := range mix {
-		mask, unknown := s.Mask(e.Request.Models)
-		if len(unknown) == len(e.Request.Models) && len(unknown) > 0 {
-			mask = 0
-		}
+		mask, _ := RequestMask(s, e.Request)
 		f.mix = append(f.mix, fragShape{
 			cpu: e.Request.CPUMilli, mem: e.Request.MemMiB,
 			count: e.Request.DeviceCount(), per: int32(e.Request.PerGPUMilli()),

@@ -5,6 +5,7 @@
 package placement
 
 import (
+	"maps"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -52,6 +53,9 @@ func (p *Placer) Commit() { p.log = p.log[:0] }
 // canHost is the exact per-node feasibility check for one pod.
 func canHost(s *cluster.State, n int, r *PodReq) bool {
 	if !s.Schedulable(n) || s.FreeCPU(n) < r.CPUMilli || s.FreeMem(n) < r.MemMiB {
+		return false
+	}
+	if len(r.NodeLabels) > 0 && !r.NodeMatches(s.Node(n).Labels) {
 		return false
 	}
 	if r.GPUMilliTotal() == 0 {
@@ -232,7 +236,7 @@ func groupPods(pods []PodReq) []podGroup {
 
 func sameRequest(a, b *PodReq) bool {
 	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
-		a.GPUMilli == b.GPUMilli && a.Mask == b.Mask && a.Scope == b.Scope
+		a.GPUMilli == b.GPUMilli && a.Mask == b.Mask && a.Scope == b.Scope && maps.Equal(a.NodeLabels, b.NodeLabels)
 }
 
 // bound is an upper bound, from domain aggregates alone, on how many of the

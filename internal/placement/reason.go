@@ -110,7 +110,7 @@ func freeText(free int64, groups []podGroup) string {
 func everFits(s *cluster.State, r *PodReq) bool {
 	for n := 0; n < s.NumNodes(); n++ {
 		node := s.Node(n)
-		if !s.Schedulable(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB {
+		if !s.Schedulable(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB || !r.NodeMatches(node.Labels) {
 			continue
 		}
 		if r.GPUMilliTotal() == 0 {
@@ -155,6 +155,9 @@ func largestNodeText(s *cluster.State, r *PodReq) string {
 	}
 	if r.MemMiB > maxMem {
 		return fmt.Sprintf("the largest node has %d MiB memory", maxMem)
+	}
+	if len(r.NodeLabels) > 0 {
+		return "no node with the labels it selects has room for it even when empty"
 	}
 	return "no node combines the CPU, memory and GPUs it asks for"
 }

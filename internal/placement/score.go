@@ -14,10 +14,7 @@ type PodReq struct {
 
 // Resolve turns a request into a PodReq for State s.
 func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq, []string) {
-	mask, unknown := s.Mask(r.Models)
-	if r.GPUMilliTotal() == 0 {
-		mask = cluster.AllModels
-	}
+	mask, unknown := RequestMask(s, r)
 	return PodReq{Request: r, Mask: mask, Ref: ref}, unknown
 }
 

@@ -5,6 +5,7 @@ package workload
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -28,6 +29,21 @@ type Request struct {
 	// Scope, when set, requires all of the pod's GPUs to share one group of
 	// that intra-node level (e.g. a DRA claim's matchAttribute on pcieRoot).
 	Scope DeviceScope
+	// DRA says the GPUs come through DRA claims: only devices a DRA driver
+	// publishes serve them, and DRA devices serve no other request.
+	DRA bool
+	// NodeLabels must all be on the node (a pod's nodeSelector).
+	NodeLabels map[string]string
+}
+
+// NodeMatches reports whether a node with these labels may host the pod.
+func (r Request) NodeMatches(labels map[string]string) bool {
+	for k, v := range r.NodeLabels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // DeviceScope is an intra-node level a pod's GPUs must share.
@@ -122,6 +138,17 @@ func (r Request) String() string {
 	}
 	if r.Scope != ScopeAny {
 		fmt.Fprintf(&b, " on one %s", r.Scope)
+	}
+	if r.DRA {
+		b.WriteString(" via DRA")
+	}
+	if len(r.NodeLabels) > 0 {
+		keys := make([]string, 0, len(r.NodeLabels))
+		for k := range r.NodeLabels {
+			keys = append(keys, k+"="+r.NodeLabels[k])
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(&b, " on nodes %s", strings.Join(keys, ","))
 	}
 	fmt.Fprintf(&b, ", %dm CPU, %d MiB", r.CPUMilli, r.MemMiB)
 	return b.String()

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
@@ -34,6 +35,24 @@ func TestGangJobRequiredRack(t *testing.T) {
 	addRacks(t, c, 2, 4)
 	ns := namespace(t, c, "rack-")
 	startCorral(t, c)
+
+	t.Run("the Topology reports it is in use", func(t *testing.T) {
+		eventually(t, 30*time.Second, "Accepted=True on the Topology", func() (bool, string) {
+			u, err := c.Dynamic.Resource(topologyGVR).Get(context.Background(), "default", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			nodes, _, _ := unstructured.NestedInt64(u.Object, "status", "nodes")
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, raw := range conds {
+				m := raw.(map[string]any)
+				if m["type"] == "Accepted" && m["status"] == "True" && m["reason"] == "InUse" && nodes == 8 {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("nodes=%d conditions=%v", nodes, conds)
+		})
+	})
 
 	t.Run("four 8-GPU pods bind into one rack", func(t *testing.T) {
 		createJob(t, c, gpuJob(ns, "train", 4, 8, map[string]string{v1alpha1.AnnotationRequiredTopology: "rack"}))
