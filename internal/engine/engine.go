@@ -137,6 +137,20 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
+		if pj.Waiting != nil {
+			// Part of the gang is bound: if the whole gang could never fit,
+			// say so (the driver rolls the bound part back) rather than
+			// place the rest.
+			if all, _, ok := resolvePods(view, PendingJob{Job: pj.Job}); ok {
+				whole := gang
+				whole.Pods = all
+				if f := placement.CheckNeverFits(view, whole); f != nil {
+					plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: Reason{Verdict: f.Verdict,
+						Level: f.Level, Message: f.Message, Best: f.Best, BestFits: f.BestFits, Pods: len(all)}})
+					continue
+				}
+			}
+		}
 		key := shapeKey(gang)
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: an identical gang fails too.

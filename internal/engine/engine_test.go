@@ -393,3 +393,16 @@ func TestNodeSelectorIsHonoured(t *testing.T) {
 		t.Errorf("selector matching no node: %+v", got)
 	}
 }
+
+func TestPartlyBoundGangThatCanNeverFitIsReported(t *testing.T) {
+	// Two of three 8-GPU pods are bound on a two-node cluster: the third
+	// would fit an empty node, but the gang as a whole never can.
+	s := build.State(build.Topo(), build.Node().Name("n").Times(2))
+	occupy(t, s, "n-0", "n-1")
+	j := build.Job("g").Pods(3).GPUs(8).Obj()
+	snap := &Snapshot{State: s, Pending: []PendingJob{{Job: j, Waiting: []workload.PodRef{{Job: "g", PodSet: 0, Index: 2}}}}}
+	plan := New(Config{}).Cycle(snap)
+	if len(plan.Pending) != 1 || plan.Pending[0].Reason.Verdict != placement.NeverFits {
+		t.Fatalf("want the whole gang reported as never fitting, got %+v", plan)
+	}
+}

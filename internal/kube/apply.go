@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,4 +159,27 @@ func (w *world) poolOf(node, device string) string {
 		return p
 	}
 	return node
+}
+
+// evictGang evicts the bound pods of a gang that can no longer reach its
+// minimum (the rest of it can never fit), through the Eviction API so that
+// disruption budgets are honoured and the pods get a DisruptionTarget
+// condition.
+func (b *binder) evictGang(ctx context.Context, kj *kjob) (int, error) {
+	n := 0
+	for _, ref := range kj.refs {
+		if _, ok := kj.bound[ref]; !ok {
+			continue
+		}
+		p := kj.pods[ref]
+		if p.Spec.NodeName == "" {
+			continue // assumed only: its binding has not landed yet
+		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if err := b.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
+			return n, fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		n++
+	}
+	return n, nil
 }

@@ -62,6 +62,10 @@ func gangKey(p *corev1.Pod) (key, kind, name string) {
 	}
 	for _, gl := range gangLabels {
 		if v := p.Labels[gl.label]; v != "" {
+			if gl.kind == "LeaderWorkerSet" {
+				// Each replica group (a leader and its workers) is one gang.
+				v += "/" + p.Labels["leaderworkerset.sigs.k8s.io/group-index"]
+			}
 			return strings.ToLower(gl.kind) + "/" + ns + "/" + v, gl.kind, v
 		}
 	}

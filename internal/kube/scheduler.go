@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -207,6 +208,24 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		msg := p.Reason.Message
 		if p.Reason.Verdict == placement.NeverFits {
 			msg = "never fits: " + msg
+			// Part of this gang is bound (a binding failed part-way, or the
+			// cluster shrank) and the rest can never join it: the bound pods
+			// hold GPUs for nothing, so the gang is rolled back whole.
+			if len(kj.bound) > 0 && len(kj.bound) < kj.job.GangMin() {
+				n, err := s.binder.evictGang(ctx, kj)
+				if err != nil {
+					s.log.Warn("rolling back a gang", "job", kj.key, "err", err)
+				}
+				if n > 0 {
+					s.log.Info("rolled back a gang that can no longer reach its minimum", "job", kj.key, "evicted", n)
+					for _, ref := range kj.refs {
+						if _, ok := kj.bound[ref]; ok {
+							s.reporter.event(kj.pods[ref], corev1.EventTypeWarning, "GangRolledBack", "Evict",
+								"evicted: the rest of the gang can never fit (%s)", p.Reason.Message)
+						}
+					}
+				}
+			}
 		}
 		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, msg); err != nil {
 			s.log.Warn("reporting", "err", err)

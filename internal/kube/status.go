@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -80,6 +81,13 @@ func (r *reporter) scheduled(p *corev1.Pod, node, detail string) {
 	}
 }
 
+// event records an event about any object (a pod, a PodGroup).
+func (r *reporter) event(obj runtime.Object, eventType, reason, action, format string, args ...any) {
+	if r.recorder != nil {
+		r.recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
+	}
+}
+
 func hasCondition(p *corev1.Pod, reason, message string) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
@@ -128,8 +136,15 @@ func (r *reporter) podGroupStatus(ctx context.Context, c *Cache, namespace, name
 	if err := unstructured.SetNestedSlice(u.Object, raw, "status", "conditions"); err != nil {
 		return err
 	}
-	_, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	return err
+	if _, err = res.UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	if scheduled {
+		r.event(u, corev1.EventTypeNormal, "Scheduled", "Binding", "%s", message)
+	} else {
+		r.event(u, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "%s", message)
+	}
+	return nil
 }
 
 // topologyStatus tells each Topology object whether the scheduler uses it

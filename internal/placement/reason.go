@@ -44,6 +44,24 @@ func (f *Failure) Error() string { return f.Message }
 // explain builds the Failure for a gang that no domain at or below level top
 // could hold, from aggregates only.
 func explain(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
+	if f := neverFits(s, g, groups, top); f != nil {
+		return f
+	}
+	return waitFree(s, g, groups, top)
+}
+
+// CheckNeverFits says why a gang could not be placed even on an empty cluster,
+// or returns nil if it could. Drivers use it for a gang that is partly
+// bound: when the whole gang can never fit, the bound part is rolled back.
+func CheckNeverFits(s *cluster.State, g Gang) *Failure {
+	top := 0
+	if g.Required >= 0 {
+		top = g.Required
+	}
+	return neverFits(s, g, groupPods(g.Pods), top)
+}
+
+func neverFits(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 	need := len(g.Pods)
 	shape := describe(groups)
 	levelName := s.Levels()[top]
@@ -69,6 +87,13 @@ func explain(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 			Message: fmt.Sprintf("%s could never hold %s: the largest %s (%s) holds %d of %d pods when empty",
 				where, shape, levelName, bestCapName, max(bestCap, 0), need)}
 	}
+	return nil
+}
+
+func waitFree(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
+	need := len(g.Pods)
+	shape := describe(groups)
+	levelName := s.Levels()[top]
 	bestNow, bestName := -1, ""
 	var bestFree int64
 	for _, d := range s.DomainsAt(top) {

@@ -224,3 +224,43 @@ func TestBadInputGetsAReason(t *testing.T) {
 		return p.Spec.NodeName != "", "fine not bound"
 	})
 }
+
+func TestPartlyBoundGangThatCanNeverFitIsRolledBack(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	addRacks(t, c, 1, 2)
+	ns := namespace(t, c, "rollback-")
+	// A gang of three 8-GPU pods on two nodes, two of them already bound (as
+	// if a scheduler had bound them and the cluster then lost a node).
+	for i := 0; i < 3; i++ {
+		spec := gpuPodSpec(8)
+		if i < 2 {
+			spec.NodeName = fmt.Sprintf("r0-n%d", i)
+		}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g-%d", i), Namespace: ns,
+			Labels: map[string]string{"app": "g"}, Annotations: map[string]string{v1alpha1.AnnotationGang: "g",
+				v1alpha1.AnnotationMinMembers: "3"}}, Spec: spec}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startCorral(t, c)
+	eventually(t, 60*time.Second, "the bound part evicted and the gang waiting whole", func() (bool, string) {
+		pods := podsOf(t, c, ns, "g")
+		live := 0
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+				live++
+			}
+		}
+		if live != 0 {
+			return false, fmt.Sprintf("%d bound pods left", live)
+		}
+		p, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), "g-2", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		// With its bound pods gone, the gang waits for its members again.
+		reason, msg := scheduledCondition(p)
+		return p.Spec.NodeName == "" && reason != "", reason + " " + msg
+	})
+}
