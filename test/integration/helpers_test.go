@@ -1,12 +1,9 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,14 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // installCRDs creates corral's CRDs from deploy/crds and waits until the
 // API server serves them.
@@ -35,53 +29,20 @@ func installCRDs(t *testing.T, c *framework.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(root, "deploy", "crds", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs under deploy/crds (%v)", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, f := range files {
-		for _, obj := range readObjects(t, f) {
-			if _, err := c.Dynamic.Resource(crdGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("creating CRD from %s: %v", f, err)
-			}
-		}
+	if err := c.InstallCRDs(ctx, filepath.Join(root, "deploy", "crds")); err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "corral.dev/v1alpha1 served", func() (bool, string) {
-		list, err := c.Client.Discovery().ServerResourcesForGroupVersion("corral.dev/v1alpha1")
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, r := range list.APIResources {
-			if r.Name == "topologies" {
-				return true, ""
-			}
-		}
-		return false, "topologies not listed"
-	})
 }
 
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	objs, err := framework.ReadObjects(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
-	return out
+	return objs
 }
 
 var topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "topologies"}
