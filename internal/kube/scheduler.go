@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -103,7 +104,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		log: opts.Logger, metrics: newMetrics(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
-	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName)}
+	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName),
+		now: opts.Clock}
 	return s, nil
 }
 
@@ -262,9 +264,15 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	}
 
 	pendingPods := 0
+	waiting := map[types.UID]bool{}
 	for _, kj := range w.jobs {
 		if !kj.pending() {
 			continue
+		}
+		for _, ref := range kj.refs {
+			if _, ok := kj.bound[ref]; !ok {
+				waiting[kj.pods[ref].UID] = true
+			}
 		}
 		pendingPods += len(kj.refs) - len(kj.bound)
 		switch {
@@ -280,6 +288,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			}
 		}
 	}
+	s.reporter.forget(waiting)
 	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods
 	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
 	s.metrics.pendingJobs.Set(float64(res.PendingJobs))

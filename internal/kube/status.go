@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,7 +41,17 @@ type reporter struct {
 	client   kubernetes.Interface
 	dynamic  dynamic.Interface
 	recorder events.EventRecorder
+	now      func() time.Time
+	// written remembers when each waiting pod's condition was last written,
+	// so that a message whose numbers change every cycle (free GPUs in the
+	// best rack) is refreshed at most every refreshAfter. Used by the cycle
+	// goroutine only.
+	written map[types.UID]time.Time
 }
+
+// refreshAfter bounds how often a waiting pod's unchanged reason is
+// rewritten with new numbers.
+const refreshAfter = 30 * time.Second
 
 // pending marks every unbound pod of a job with why it waits.
 func (r *reporter) pending(ctx context.Context, kj *kjob, reason, message string) error {
@@ -51,6 +63,13 @@ func (r *reporter) pending(ctx context.Context, kj *kjob, reason, message string
 		if hasCondition(p, reason, message) {
 			continue
 		}
+		if last, ok := r.written[p.UID]; ok && sameReason(p, reason, message) && r.now().Sub(last) < refreshAfter {
+			continue
+		}
+		if r.written == nil {
+			r.written = map[types.UID]time.Time{}
+		}
+		r.written[p.UID] = r.now()
 		patch, err := json.Marshal(map[string]any{
 			"status": map[string]any{
 				"conditions": []corev1.PodCondition{{
@@ -86,6 +105,27 @@ func (r *reporter) event(obj runtime.Object, eventType, reason, action, format s
 	if r.recorder != nil {
 		r.recorder.Eventf(obj, nil, eventType, reason, action, format, args...)
 	}
+}
+
+// forget drops what is remembered of pods that no longer wait.
+func (r *reporter) forget(waiting map[types.UID]bool) {
+	for uid := range r.written {
+		if !waiting[uid] {
+			delete(r.written, uid)
+		}
+	}
+}
+
+// sameReason reports whether the pod already shows this reason with the
+// same verdict ("never fits" or not), so only numbers would change.
+func sameReason(p *corev1.Pod, reason, message string) bool {
+	never := strings.HasPrefix(message, "never fits")
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == reason && strings.HasPrefix(c.Message, "never fits") == never
+		}
+	}
+	return false
 }
 
 func hasCondition(p *corev1.Pod, reason, message string) bool {
