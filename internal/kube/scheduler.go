@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,7 +125,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	ticker := time.NewTicker(s.opts.CycleInterval)
 	defer ticker.Stop()
 	for {
-		res, err := s.Cycle(ctx)
+		res, err := s.safeCycle(ctx)
 		switch {
 		case err != nil:
 			s.log.Error("cycle failed", "err", err)
@@ -148,6 +149,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// safeCycle runs a cycle and turns a panic into an error: every cycle is
+// rebuilt from the API server, so one bad cycle must not stop the next.
+func (s *Scheduler) safeCycle(ctx context.Context) (res CycleResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.metrics.cyclePanics.Inc()
+			err = fmt.Errorf("cycle panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return s.Cycle(ctx)
 }
 
 // Cycle runs one scheduling cycle: snapshot, engine, bindings, reasons.
@@ -302,6 +315,7 @@ type metrics struct {
 	pendingPods  prometheus.Gauge
 	podsBound    prometheus.Counter
 	bindErrors   prometheus.Counter
+	cyclePanics  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -312,9 +326,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		pendingPods: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_pending_pods", Help: "Pods waiting for a node."}),
 		podsBound:   prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_pods_bound_total", Help: "Pods bound."}),
 		bindErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_binding_errors_total", Help: "Gangs whose binding failed part-way."}),
+		cyclePanics: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_cycle_panics_total", Help: "Cycles that panicked (a bug: see the log)."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors)
+		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics)
 	}
 	return m
 }

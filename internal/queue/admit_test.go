@@ -1,0 +1,63 @@
+package queue
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestAdmit(t *testing.T) {
+	tree, _ := Build(specs(
+		q("org"),
+		q("team-a").Parent("org").Namespaces("ns-a", "ns-shared"),
+		q("team-b").Parent("org"),
+		q("bad").Guarantee(h100, -1),
+	))
+	cases := map[string]struct {
+		queue, ns string
+		want      Refusal // ignored when ok
+		ok        bool
+		msg       string
+	}{
+		"a listed namespace":     {queue: "team-a", ns: "ns-shared", ok: true},
+		"any namespace":          {queue: "team-b", ns: "whatever", ok: true},
+		"a namespace not listed": {queue: "team-a", ns: "ns-b", want: NamespaceDenied, msg: `namespace "ns-b" may not submit to queue "team-a" (it admits namespaces ns-a, ns-shared)`},
+		"an inner queue":         {queue: "org", ns: "ns-a", want: NotLeaf, msg: `queue "org" is not a leaf queue; submit to one of its leaves (team-a, team-b)`},
+		"the root":               {queue: "root", ns: "ns-a", want: UnknownQueue, msg: `queue "root" does not exist`},
+		"no such queue":          {queue: "nope", ns: "ns-a", want: UnknownQueue, msg: `queue "nope" does not exist`},
+		"a queue Build left out": {queue: "bad", ns: "ns-a", want: InvalidQueue, msg: `queue "bad" is invalid: negative guarantee gpu/H100=-1`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := tree.Admit(tc.queue, tc.ns)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("Admit: %v", err)
+				}
+				return
+			}
+			var ae *AdmitError
+			if !errors.As(err, &ae) {
+				t.Fatalf("Admit = %v, want an *AdmitError", err)
+			}
+			if ae.Refusal != tc.want || err.Error() != tc.msg {
+				t.Errorf("Admit = %v %q, want %v %q", ae.Refusal, err, tc.want, tc.msg)
+			}
+		})
+	}
+}
+
+func TestDefaultQueue(t *testing.T) {
+	with, _ := Build(specs(q("default").Namespaces("ns-a"), q("other")))
+	if got, err := with.DefaultQueue("ns-a"); got != "default" || err != nil {
+		t.Errorf("DefaultQueue(ns-a) = %q, %v", got, err)
+	}
+	if _, err := with.DefaultQueue("ns-b"); err == nil || err.(*AdmitError).Refusal != NoDefault {
+		t.Errorf("DefaultQueue(ns-b) = %v, want NoDefault", err)
+	}
+	without, _ := Build(specs(q("other")))
+	_, err := without.DefaultQueue("ns-a")
+	want := `namespace "ns-a" has no default queue: queue "default" does not exist`
+	if err == nil || err.Error() != want {
+		t.Errorf("DefaultQueue without a default = %v, want %s", err, want)
+	}
+}

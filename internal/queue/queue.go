@@ -1,0 +1,317 @@
+// Package queue is the queue tree: hierarchical queues with guaranteed
+// quota, limits and weights, the fair share of a capacity among them, DRF
+// ordering of leaf queues, and the order of jobs inside one queue.
+//
+// It is engine code: it imports nothing from k8s.io, does no I/O, never reads
+// the clock, walks every map in sorted key order and ends every sort on a
+// unique key, so the same input always gives the same answer. docs/queues.md
+// describes the model for users.
+package queue
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Resource names one kind of capacity a queue is charged for: "cpu" in
+// milli-cores, "memory" in MiB, "gpu/<model>" in GPU-milli, or any extended
+// resource or DRA device class name in its own unit.
+type Resource string
+
+const (
+	// CPU is measured in milli-cores.
+	CPU Resource = "cpu"
+	// Memory is measured in MiB.
+	Memory Resource = "memory"
+	// AllResources is a Weight key only: the weight of every resource the map
+	// does not name (so `{AllResources: 3}` weighs a queue 3 everywhere).
+	AllResources Resource = "*"
+)
+
+// GPU names the GPUs of one model, measured in GPU-milli.
+func GPU(model string) Resource { return Resource("gpu/" + model) }
+
+// Amounts is a quantity per resource. An absent resource is zero, except in
+// Spec.Limit, where an absent resource is unlimited.
+type Amounts map[Resource]int64
+
+// Resources lists the resources named in a, sorted.
+func (a Amounts) Resources() []Resource {
+	rs := make([]Resource, 0, len(a))
+	for r := range a {
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+	return rs
+}
+
+// Clone returns a copy of a (nil stays nil).
+func (a Amounts) Clone() Amounts {
+	if a == nil {
+		return nil
+	}
+	c := make(Amounts, len(a))
+	for r, v := range a {
+		c[r] = v
+	}
+	return c
+}
+
+// String renders the amounts sorted by resource, e.g. "cpu=4000 gpu/H100=8000".
+func (a Amounts) String() string {
+	var b strings.Builder
+	for i, r := range a.Resources() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", r, a[r])
+	}
+	return b.String()
+}
+
+// RootName is the implicit root of every tree. A Spec whose Parent is empty
+// or RootName hangs from it; no Spec may be named RootName.
+const RootName = "root"
+
+// Spec is one queue as an admin writes it (the Queue CRD's spec).
+type Spec struct {
+	Name string
+	// Parent names the parent queue; empty or "root" is the implicit root.
+	Parent string
+	// Guarantee is the quota the queue gets whenever its subtree asks for it.
+	// Unused guarantee is lent to queues with demand.
+	Guarantee Amounts
+	// Limit caps the queue's share; an absent resource is unlimited.
+	Limit Amounts
+	// Weight divides spare capacity among siblings, per resource. An absent
+	// resource weighs Weight[AllResources] if set, else 1.
+	Weight map[Resource]float64
+	// Priority orders leaf queues whose dominant shares are equal (higher
+	// first). Leaves only.
+	Priority int32
+	// Namespaces may submit to the queue; empty admits any namespace. Leaves
+	// only.
+	Namespaces []string
+	// Reclaim lets the queue (and every queue below it) preempt borrowers to
+	// get its lent guarantee back. Without it, the queue waits for borrowed
+	// capacity to come back as jobs end. Lending happens either way.
+	Reclaim bool
+}
+
+// weight is the spec's weight for r.
+func (s *Spec) weight(r Resource) float64 {
+	if w, ok := s.Weight[r]; ok {
+		return w
+	}
+	if w, ok := s.Weight[AllResources]; ok {
+		return w
+	}
+	return 1
+}
+
+func (s *Spec) clone() Spec {
+	c := *s
+	c.Guarantee = s.Guarantee.Clone()
+	c.Limit = s.Limit.Clone()
+	if s.Weight != nil {
+		c.Weight = make(map[Resource]float64, len(s.Weight))
+		for r, w := range s.Weight {
+			c.Weight[r] = w
+		}
+	}
+	c.Namespaces = append([]string(nil), s.Namespaces...)
+	if len(c.Namespaces) == 0 {
+		c.Namespaces = nil
+	}
+	return c
+}
+
+// Problem is why Build left a queue out of the tree.
+type Problem struct {
+	Queue  string
+	Reason string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("queue %q: %s", p.Queue, p.Reason) }
+
+// Tree is a validated queue tree. It is immutable once built and safe to
+// share between goroutines.
+type Tree struct {
+	nodes    []node         // depth first, children in name order; nodes[0] is the root
+	index    map[string]int // name -> position in nodes (lookup only, never walked)
+	problems []Problem
+	invalid  map[string]string // excluded queue -> first reason, for Admit's message
+}
+
+type node struct {
+	spec     Spec
+	parent   int   // -1 for the root
+	children []int // in name order
+	leaf     bool  // no Spec names it as parent
+	depth    int
+}
+
+// Problems returns what Build reported, sorted by queue then reason.
+func (t *Tree) Problems() []Problem { return append([]Problem(nil), t.problems...) }
+
+// Queues lists every queue of the tree except the root, depth first with
+// siblings in name order (a parent before its children).
+func (t *Tree) Queues() []string {
+	var out []string
+	for _, n := range t.nodes[1:] {
+		out = append(out, n.spec.Name)
+	}
+	return out
+}
+
+// Leaves lists the leaf queues (the ones that take jobs), in Queues order.
+func (t *Tree) Leaves() []string {
+	var out []string
+	for _, n := range t.nodes[1:] {
+		if n.leaf {
+			out = append(out, n.spec.Name)
+		}
+	}
+	return out
+}
+
+// Spec returns a copy of a queue's spec (Parent spelled "root" for top-level
+// queues).
+func (t *Tree) Spec(queue string) (Spec, bool) {
+	i, ok := t.lookup(queue)
+	if !ok {
+		return Spec{}, false
+	}
+	return t.nodes[i].spec.clone(), true
+}
+
+// IsLeaf reports whether the queue exists and takes jobs.
+func (t *Tree) IsLeaf(queue string) bool {
+	i, ok := t.lookup(queue)
+	return ok && t.nodes[i].leaf
+}
+
+// Reclaims reports whether the queue or one of its ancestors sets Reclaim.
+func (t *Tree) Reclaims(queue string) bool {
+	i, ok := t.lookup(queue)
+	for ok && i > 0 {
+		if t.nodes[i].spec.Reclaim {
+			return true
+		}
+		i = t.nodes[i].parent
+	}
+	return false
+}
+
+// lookup finds a queue other than the root.
+func (t *Tree) lookup(queue string) (int, bool) {
+	i, ok := t.index[queue]
+	return i, ok && i > 0
+}
+
+// Refusal says why a job may not enter a queue.
+type Refusal uint8
+
+const (
+	UnknownQueue    Refusal = iota // no queue of that name
+	InvalidQueue                   // the queue was left out of the tree (see Problems)
+	NotLeaf                        // inner queues take no jobs
+	NamespaceDenied                // the queue does not admit the namespace
+	NoDefault                      // no queue label and no default queue for the namespace
+)
+
+func (r Refusal) String() string {
+	return [...]string{"UnknownQueue", "InvalidQueue", "NotLeaf", "NamespaceDenied", "NoDefault"}[r]
+}
+
+// AdmitError is a refused submission; Error renders it for users.
+type AdmitError struct {
+	Queue, Namespace string
+	Refusal          Refusal
+	Detail           string // e.g. the allowed namespaces, the queue's leaves
+}
+
+func (e *AdmitError) Error() string {
+	switch e.Refusal {
+	case UnknownQueue:
+		return fmt.Sprintf("queue %q does not exist", e.Queue)
+	case InvalidQueue:
+		return fmt.Sprintf("queue %q is invalid: %s", e.Queue, e.Detail)
+	case NotLeaf:
+		return fmt.Sprintf("queue %q is not a leaf queue; submit to one of its leaves (%s)", e.Queue, e.Detail)
+	case NamespaceDenied:
+		return fmt.Sprintf("namespace %q may not submit to queue %q (it admits %s)", e.Namespace, e.Queue, e.Detail)
+	default:
+		return fmt.Sprintf("namespace %q has no default queue: %s", e.Namespace, e.Detail)
+	}
+}
+
+// Admit checks that a job of the namespace may enter the queue: the queue
+// exists in the tree, is a leaf, and admits the namespace. The error is an
+// *AdmitError.
+func (t *Tree) Admit(queue, namespace string) error {
+	i, ok := t.lookup(queue)
+	if !ok {
+		if why, bad := t.invalid[queue]; bad {
+			return &AdmitError{Queue: queue, Namespace: namespace, Refusal: InvalidQueue, Detail: why}
+		}
+		return &AdmitError{Queue: queue, Namespace: namespace, Refusal: UnknownQueue}
+	}
+	n := &t.nodes[i]
+	if !n.leaf {
+		return &AdmitError{Queue: queue, Namespace: namespace, Refusal: NotLeaf, Detail: t.leavesUnder(i)}
+	}
+	if !admits(n.spec.Namespaces, namespace) {
+		return &AdmitError{Queue: queue, Namespace: namespace, Refusal: NamespaceDenied,
+			Detail: "namespaces " + strings.Join(n.spec.Namespaces, ", ")}
+	}
+	return nil
+}
+
+// DefaultQueue is the queue of a job that names none. The policy: the leaf
+// queue named "default", if it exists and admits the namespace. (A default
+// queue chosen per namespace, e.g. by a namespace annotation, is the Queue
+// CRD's business, not this package's.) The error is an *AdmitError.
+func (t *Tree) DefaultQueue(namespace string) (string, error) {
+	const name = "default"
+	if err := t.Admit(name, namespace); err != nil {
+		return "", &AdmitError{Queue: name, Namespace: namespace, Refusal: NoDefault, Detail: err.Error()}
+	}
+	return name, nil
+}
+
+func admits(namespaces []string, ns string) bool {
+	if len(namespaces) == 0 {
+		return true
+	}
+	for _, n := range namespaces {
+		if n == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// leavesUnder lists up to 5 leaves below node i, for messages.
+func (t *Tree) leavesUnder(i int) string {
+	var names []string
+	more := 0
+	for j := i + 1; j < len(t.nodes) && t.nodes[j].depth > t.nodes[i].depth; j++ {
+		if !t.nodes[j].leaf {
+			continue
+		}
+		if len(names) < 5 {
+			names = append(names, t.nodes[j].spec.Name)
+		} else {
+			more++
+		}
+	}
+	switch {
+	case len(names) == 0:
+		return "it has none: its children are invalid"
+	case more > 0:
+		return fmt.Sprintf("%s and %d more", strings.Join(names, ", "), more)
+	}
+	return strings.Join(names, ", ")
+}
