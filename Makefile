@@ -28,6 +28,7 @@ integration: tools ## Integration tests against kube-apiserver + etcd + controll
 fuzz: ## Short fuzzing runs of the trace and cluster readers
 	@for f in FuzzReadOpenbCSV FuzzReadJobTraceCSV FuzzReadJobTraceYAML FuzzReadClusterYAML; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/trace/ || exit 1; done
+	$(GO) test -run '^$$' -fuzz '^FuzzPodAnnotations$$' -fuzztime $(FUZZTIME) ./internal/kube/
 
 bench: ## Engine benchmarks (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/engine/
