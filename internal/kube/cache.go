@@ -253,13 +253,9 @@ type topologyChoice struct {
 	notUsed []string
 }
 
-// topologyLevels reads the Topology object: level names to node labels, in
-// order, widest first. No object (or no CRD) means a flat cluster.
-func (c *Cache) topologyLevels() (names []string, labelOf map[string]string, err error) {
-	names, labelOf, _, err = c.chooseTopology()
-	return names, labelOf, err
-}
-
+// chooseTopology reads the Topology object in use: level names to node
+// labels, in order, widest first, and which objects were used or not. No
+// object (or no CRD) means a flat cluster.
 func (c *Cache) chooseTopology() (names []string, labelOf map[string]string, choice topologyChoice, err error) {
 	names, labelOf, chosen, objs, err := c.readTopology()
 	choice.invalid = map[string]string{}

@@ -52,16 +52,6 @@ func scopeLevel(sc workload.DeviceScope) int {
 	return -1
 }
 
-// inOneGroup reports whether the set shares one group at level lv.
-func inOneGroup(node *cluster.Node, set []int, lv int) bool {
-	for _, i := range set[1:] {
-		if deviceKey(&node.Devices[i], lv) != deviceKey(&node.Devices[set[0]], lv) {
-			return false
-		}
-	}
-	return true
-}
-
 // pickWhole chooses k wholly free GPUs of an accepted model on node n, or nil.
 // All GPUs of one pod share a model; with a scope they share that group too.
 func pickWhole(s *cluster.State, n int, k int, mask cluster.ModelMask, order DeviceOrder) []int {

@@ -56,8 +56,7 @@ type jobRun struct {
 	finished bool
 	end      time.Time
 	rejected bool
-	partial  bool      // ever held pods without reaching its gang minimum
-	heldFrom time.Time // when it first held pods while not started
+	partial  bool // ever held pods without reaching its gang minimum
 }
 
 type replay struct {
@@ -295,9 +294,7 @@ func (r *replay) summarise() {
 	s.FragPct = pct(int64(clusterFrag(r.state, r.mix.Mix(64))), r.capacity)
 	waits := append([]float64(nil), r.res.Series.Waits...)
 	s.WaitP50S, s.WaitP95S, s.WaitMaxS, s.WaitMeanS = quantiles(waits)
-	var jctMax float64
-	s.JCTP50S, s.JCTP95S, jctMax, s.JCTMeanS = quantiles(jcts)
-	_ = jctMax
+	s.JCTP50S, s.JCTP95S, _, s.JCTMeanS = quantiles(jcts)
 	if s.PodsPlaced > 0 {
 		s.DecisionMeanUS = r.engineSec * 1e6 / float64(s.PodsPlaced)
 	}
