@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/jedib0t/go-pretty/v6/table"
@@ -124,7 +125,7 @@ func timeColumns() []column {
 // only push the table off the screen.
 func localityColumns(c *comparison) []column {
 	minDom := func(s metrics.Summary) map[string]float64 { return s.MinDomainShare }
-	levels := mapKeys(c, minDom)
+	levels := levelOrder(c, mapKeys(c, minDom))
 	var recorded bool
 	for _, p := range c.Policies {
 		for _, r := range p.Runs {
@@ -208,4 +209,22 @@ func renderText(s section) string {
 	}
 	t.SetColumnConfigs(cfg)
 	return t.Render()
+}
+
+// levelOrder puts topology levels narrowest first (host, rack, block, ...):
+// a gang spans at least as many domains of a narrower level as of a wider
+// one, so the mean number spanned, summed over runs, orders them without the
+// report having to know the cluster's levels. Ties keep name order.
+func levelOrder(c *comparison, levels []string) []string {
+	spanned := map[string]float64{}
+	for _, p := range c.Policies {
+		for _, r := range p.Runs {
+			for lv, v := range r.Summary.MeanDomainsSpanned {
+				spanned[lv] += v
+			}
+		}
+	}
+	out := append([]string(nil), levels...)
+	sort.SliceStable(out, func(i, j int) bool { return spanned[out[i]] > spanned[out[j]] })
+	return out
 }
