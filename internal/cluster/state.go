@@ -377,3 +377,34 @@ func (s *State) Release(n int, a Alloc) {
 	}
 	s.contribute(n, +1)
 }
+
+// SetDeviceHealth marks device k of node n failed or repaired. A failed
+// device leaves the free capacity and the empty-cluster capacity at once, so
+// nothing new lands on it. A repaired device comes back wholly free: the
+// driver must have released every pod that held it (their releases while it
+// was failed give nothing back). Drivers call it between cycles.
+func (s *State) SetDeviceHealth(n, k int, healthy bool) {
+	i := s.gpuOff[n] + k
+	if s.unhealth[i] == !healthy {
+		return
+	}
+	s.contribute(n, -1)
+	s.unhealth[i] = !healthy
+	s.gpuFree[i] = 0
+	if healthy {
+		s.gpuFree[i] = 1000
+	}
+	s.contribute(n, +1)
+	s.recountCapacity()
+}
+
+// SetSchedulable cordons (false) or uncordons (true) node n.
+func (s *State) SetSchedulable(n int, schedulable bool) {
+	if s.unsched[n] == !schedulable {
+		return
+	}
+	s.contribute(n, -1)
+	s.unsched[n] = !schedulable
+	s.contribute(n, +1)
+	s.recountCapacity()
+}

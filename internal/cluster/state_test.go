@@ -112,3 +112,29 @@ func TestBadInput(t *testing.T) {
 		t.Error("allocating more than a GPU: want an error")
 	}
 }
+
+func TestHealthChangesCapacity(t *testing.T) {
+	s := build.State(build.Topo("rack"), build.Racks(1, 2))
+	s.SetDeviceHealth(0, 3, false)
+	if got := s.DomainFreeGPUs(0, cluster.AllModels); got != 15 {
+		t.Errorf("free GPUs after a failure: %d, want 15", got)
+	}
+	if got := s.DomainCapacityGPUs(0, cluster.AllModels); got != 15 {
+		t.Errorf("capacity after a failure: %d, want 15", got)
+	}
+	if err := s.Allocate(0, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 3, Milli: 1}}}); err == nil {
+		t.Error("allocated on a failed GPU")
+	}
+	s.SetDeviceHealth(0, 3, true)
+	s.SetSchedulable(1, false)
+	if got := s.DomainFreeGPUs(0, cluster.AllModels); got != 8 {
+		t.Errorf("free GPUs with node 1 cordoned: %d, want 8", got)
+	}
+	if got := s.FitCount(0, cluster.AllModels, 8); got != 1 {
+		t.Errorf("8-GPU pods that fit with node 1 cordoned: %d, want 1", got)
+	}
+	s.SetSchedulable(1, true)
+	if got := s.FitCount(0, cluster.AllModels, 8); got != 2 {
+		t.Errorf("8-GPU pods that fit after uncordon: %d, want 2", got)
+	}
+}
