@@ -44,7 +44,7 @@ var fgdCheckpoints = []string{"100", "110", "120", "130"}
 func buildGrid(c *comparison) grid {
 	g := grid{Caption: c.caption()}
 	multi := len(c.Seeds) > 1
-	if c.Protocol == "fgd" {
+	if strings.HasPrefix(c.Protocol, "fgd") {
 		g.Sections = append(g.Sections, fill(c, "", fgdColumns()))
 		g.Notes = append(g.Notes, "unalloc @N%: unallocated GPU % when GPU requests arrived first reach N% of capacity.")
 		if multi {

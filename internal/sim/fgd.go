@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -50,6 +51,19 @@ func runFGD(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, re
 		return nil, fmt.Errorf("the fgd protocol needs GPUs; the cluster has none")
 	}
 	order := fgdWorkload(jobs, capacity, cfg.Seed)
+	if cfg.Protocol == FGDOffline {
+		sort.SliceStable(order, func(a, b int) bool {
+			ga, gb := order[a].GPUMilli(), order[b].GPUMilli()
+			if ga != gb {
+				return ga > gb
+			}
+			ca, cb := jobCPU(order[a]), jobCPU(order[b])
+			if ca != cb {
+				return ca > cb
+			}
+			return order[a].ID < order[b].ID
+		})
+	}
 	var (
 		mix       placement.MixCounter
 		arrived   int64
@@ -164,4 +178,12 @@ func wholeAllocPct(s *cluster.State) float64 {
 		}
 	}
 	return pct(int64(used), int64(all))
+}
+
+func jobCPU(j *workload.Job) int64 {
+	var t int64
+	for _, ps := range j.PodSets {
+		t += int64(ps.Count) * ps.Request.CPUMilli
+	}
+	return t
 }

@@ -25,15 +25,20 @@ const (
 	// Replay submits jobs at their submit times and ends them after their
 	// runtimes.
 	Replay Protocol = "replay"
+	// FGDOffline is the fgd protocol's workload placed with the whole list
+	// known in advance: largest GPU requests first (then CPU), an offline
+	// packing that bounds what an online order could reach. Only the figure
+	// at 130% arrived means anything.
+	FGDOffline Protocol = "fgd-offline"
 )
 
 // ParseProtocol checks a protocol name.
 func ParseProtocol(s string) (Protocol, error) {
 	switch Protocol(s) {
-	case FGD, Replay:
+	case FGD, Replay, FGDOffline:
 		return Protocol(s), nil
 	}
-	return "", fmt.Errorf("unknown protocol %q (known: fgd, replay)", s)
+	return "", fmt.Errorf("unknown protocol %q (known: fgd, fgd-offline, replay)", s)
 }
 
 // Job is a job of the input with the time it really runs once started.
@@ -96,7 +101,7 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	start := time.Now()
 	var rej []Rejection
 	switch cfg.Protocol {
-	case FGD:
+	case FGD, FGDOffline:
 		rej, err = runFGD(state, eng, in.Jobs, cfg, &res)
 	case Replay:
 		rej, err = runReplay(state, eng, in.Jobs, cfg, &res)

@@ -151,3 +151,30 @@ func TestFGDProtocol(t *testing.T) {
 		t.Errorf("seeds 42 and 43 gave the same arrival order")
 	}
 }
+
+func TestFGDOfflineBound(t *testing.T) {
+	// Fractions that pack badly online pack well when the big ones go first.
+	in := Input{ClusterName: "test", Topology: build.Topo(), Nodes: build.Node().Name("n").GPUs(2).Times(6)}
+	for i, m := range []int{700, 300, 600, 400, 1000} {
+		b := build.Job(string(rune('a' + i)))
+		if m < 1000 {
+			b = b.Milli(m)
+		}
+		in.Jobs = append(in.Jobs, job(b.Obj(), 0))
+	}
+	online, _, err := Run(in, Config{Policy: engine.Corral, Protocol: FGD, Seed: 42, Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	offline, _, err := Run(in, Config{Policy: engine.Corral, Protocol: FGDOffline, Seed: 42, Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unallocated at 130%%: online %.2f%%, offline %.2f%%", online.Summary.UnallocatedAt["130"], offline.Summary.UnallocatedAt["130"])
+	if offline.Summary.UnallocatedAt["130"] > online.Summary.UnallocatedAt["130"] {
+		t.Errorf("offline packing left %.2f%%, online %.2f%%", offline.Summary.UnallocatedAt["130"], online.Summary.UnallocatedAt["130"])
+	}
+	if offline.Summary.JobsSubmitted != online.Summary.JobsSubmitted {
+		t.Errorf("offline placed a different workload: %d vs %d jobs", offline.Summary.JobsSubmitted, online.Summary.JobsSubmitted)
+	}
+}
