@@ -28,6 +28,7 @@ import (
 type devUpOptions struct {
 	blocks, racks, nodes, gpus int
 	dra                        bool
+	gpuMode                    string
 	kubeconfigOut              string
 	keep                       bool
 	cycle                      time.Duration
@@ -59,18 +60,21 @@ rack), adds blocks × racks × nodes fake H100 nodes (kwok) with --gpus GPUs
 each, and runs corral's scheduler in this process. It writes an admin kubeconfig and prints what to
 try. Ctrl-C stops everything and removes the working directory.
 
-The nodes offer their GPUs one way, never both:
-  default   as the extended resource nvidia.com/gpu (device-plugin style);
-            for pods with resources.limits nvidia.com/gpu, e.g.
-            examples/gang-job-rack.yaml
-  --dra     as DRA devices: one ResourceSlice of driver gpu.nvidia.com per
-            node (--gpus devices, two per PCIe root) and no nvidia.com/gpu
-            capacity; for pods with ResourceClaims, e.g.
-            examples/dra-2gpu-same-pcie-root.yaml
-The DeviceClass gpu.nvidia.com is created in both modes.`,
+Each node offers its GPUs one way, never both (--gpu-mode):
+  mixed     (default) odd-numbered racks as the extended resource
+            nvidia.com/gpu, even-numbered racks as DRA devices, so both
+            examples work in one cluster
+  extended  every node as nvidia.com/gpu (device-plugin style), for pods with
+            resources.limits nvidia.com/gpu, e.g. examples/gang-job-rack.yaml
+  dra       every node as DRA devices: one ResourceSlice of driver
+            gpu.nvidia.com per node (--gpus devices, two per PCIe root,
+            numaNode) and no nvidia.com/gpu capacity; for pods with
+            ResourceClaims, e.g. examples/dra-2gpu-same-pcie-root.yaml
+corral keeps the two kinds apart: a pod lands only on GPUs of the kind it asks
+for. The DeviceClass gpu.nvidia.com is created in every mode.`,
 		Example: `  make dev-cluster                              # make tools, then this command
   go run ./cmd/corral dev up
-  go run ./cmd/corral dev up --dra
+  go run ./cmd/corral dev up --gpu-mode dra
   go run ./cmd/corral dev up --blocks 1 --racks 4 --nodes 8 --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,7 +86,8 @@ The DeviceClass gpu.nvidia.com is created in both modes.`,
 	f.IntVar(&o.racks, "racks", 2, "racks per block (corral.dev/rack=r01, r02, ..., numbered across blocks)")
 	f.IntVar(&o.nodes, "nodes", 4, "nodes per rack")
 	f.IntVar(&o.gpus, "gpus", 8, "GPUs per node")
-	f.BoolVar(&o.dra, "dra", false, "offer the GPUs as DRA devices (ResourceSlices of gpu.nvidia.com) instead of nvidia.com/gpu")
+	f.StringVar(&o.gpuMode, "gpu-mode", "mixed", "how nodes offer GPUs: mixed, extended or dra")
+	f.BoolVar(&o.dra, "dra", false, "same as --gpu-mode dra")
 	f.StringVar(&o.kubeconfigOut, "kubeconfig-out", "corral-dev.kubeconfig", "where to write the admin kubeconfig (removed on exit unless --keep)")
 	f.BoolVar(&o.keep, "keep", false, "keep the working directory (logs, etcd data) and the kubeconfig after exit")
 	f.DurationVar(&o.cycle, "cycle-interval", time.Second, "longest time between scheduling cycles")
@@ -94,7 +99,29 @@ The DeviceClass gpu.nvidia.com is created in both modes.`,
 }
 
 // devNode is one fake node of the sample cluster.
-type devNode struct{ name, block, rack string }
+type devNode struct {
+	name, block, rack string
+	rackIndex         int // 1-based, across blocks
+}
+
+// draNode says whether a node offers its GPUs as DRA devices: every node with
+// --gpu-mode dra, none with extended, and the even-numbered racks with mixed.
+func (o devUpOptions) draNode(n devNode) bool {
+	switch o.mode() {
+	case "dra":
+		return true
+	case "mixed":
+		return n.rackIndex%2 == 0
+	}
+	return false
+}
+
+func (o devUpOptions) mode() string {
+	if o.dra {
+		return "dra"
+	}
+	return o.gpuMode
+}
 
 // devNodes lays out the sample cluster: blocks b1.., racks r01.. numbered
 // across blocks (so that a rack label names one rack), nodes
@@ -107,7 +134,7 @@ func devNodes(blocks, racks, nodes int) []devNode {
 			rack++
 			for n := 0; n < nodes; n++ {
 				bl, rk := fmt.Sprintf("b%d", b), fmt.Sprintf("r%02d", rack)
-				out = append(out, devNode{name: fmt.Sprintf("gpu-%s-%s-%d", bl, rk, n), block: bl, rack: rk})
+				out = append(out, devNode{name: fmt.Sprintf("gpu-%s-%s-%d", bl, rk, n), block: bl, rack: rk, rackIndex: rack})
 			}
 		}
 	}
@@ -118,6 +145,11 @@ func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if o.blocks < 1 || o.racks < 1 || o.nodes < 1 {
 		return fmt.Errorf("--blocks, --racks and --nodes must be at least 1")
+	}
+	switch o.mode() {
+	case "mixed", "extended", "dra":
+	default:
+		return fmt.Errorf("--gpu-mode %q: want mixed, extended or dra", o.gpuMode)
 	}
 	if total := o.blocks * o.racks * o.nodes; total > 2000 {
 		return fmt.Errorf("%d nodes: at most 2000 for a local cluster", total)
@@ -299,13 +331,14 @@ func setUpDevCluster(ctx context.Context, c *framework.Cluster, root string, nod
 		spec := framework.NodeSpec{Name: n.name, CPU: "96", Memory: "1Ti", Labels: map[string]string{
 			"corral.dev/block": n.block, "corral.dev/rack": n.rack, v1alpha1.LabelGPUModel: "H100",
 		}}
-		if !o.dra {
+		dra := o.draNode(n)
+		if !dra {
 			spec.GPUs = o.gpus
 		}
 		if _, err := c.AddGPUNode(ctx, spec); err != nil {
 			return fmt.Errorf("node %s: %w", n.name, err)
 		}
-		if o.dra {
+		if dra {
 			if _, err := c.AddGPUResourceSlice(ctx, n.name, framework.GPUSliceSpec{GPUs: o.gpus}); err != nil {
 				return fmt.Errorf("ResourceSlice of node %s: %w", n.name, err)
 			}
@@ -360,11 +393,16 @@ func printDevSummary(w io.Writer, s devSummary) {
 	}
 	kubectl := rel("bin/kubectl")
 	gpus := "nvidia.com/gpu (extended resource)"
-	example := rel("examples/gang-job-rack.yaml")
+	examples := []string{rel("examples/gang-job-rack.yaml")}
 	podHint := "<pod>"
-	if o.dra {
+	switch o.mode() {
+	case "dra":
 		gpus = "DRA devices (ResourceSlices of driver gpu.nvidia.com)"
-		example = rel("examples/dra-2gpu-same-pcie-root.yaml")
+		examples = []string{rel("examples/dra-2gpu-same-pcie-root.yaml")}
+		podHint = "two-gpus"
+	case "mixed":
+		gpus = "nvidia.com/gpu on odd racks, DRA devices on even racks"
+		examples = append(examples, rel("examples/dra-2gpu-same-pcie-root.yaml"))
 		podHint = "two-gpus"
 	}
 	fmt.Fprintf(w, "\ncorral dev cluster up in %.1fs: %d kwok nodes (%d blocks × %d racks × %d nodes), %d GPUs each as %s\n",
@@ -381,10 +419,12 @@ func printDevSummary(w io.Writer, s devSummary) {
 	cmds := []string{
 		"export KUBECONFIG=" + s.kubeconfig,
 		kubectl + " get nodes -L corral.dev/block,corral.dev/rack",
-		kubectl + " apply -f " + example,
-		kubectl + " get pods -o wide",
 	}
-	if o.dra {
+	for _, e := range examples {
+		cmds = append(cmds, kubectl+" apply -f "+e)
+	}
+	cmds = append(cmds, kubectl+" get pods -o wide")
+	if o.mode() != "extended" {
 		cmds = append(cmds, kubectl+" get resourceclaims -o yaml")
 	}
 	explain := "go run ./cmd/corral explain default/" + podHint
@@ -395,9 +435,6 @@ func printDevSummary(w io.Writer, s devSummary) {
 	for _, c := range cmds {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
-	if !o.dra {
-		fmt.Fprintf(w, "\nkwok completes a Job's pods as soon as they run; explain answers for pending and\nrunning pods. For DRA claims start with --dra and apply %s.\n",
-			rel("examples/dra-2gpu-same-pcie-root.yaml"))
-	}
+	fmt.Fprintf(w, "\nkwok completes a Job's pods as soon as they run; explain answers for pending and\nrunning pods.\n")
 	fmt.Fprintf(w, "\nCtrl-C stops the cluster.\n")
 }

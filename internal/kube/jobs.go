@@ -345,8 +345,8 @@ func claimGPUs(p *corev1.Pod, draDriver string, groups groupLookup) (int, worklo
 		if !ok {
 			return 0, 0, errNotReady{fmt.Sprintf("ResourceClaim %s not found", name)}
 		}
-		if c.Status.Allocation != nil {
-			continue // allocated already (e.g. shared): its devices are counted as used
+		if c.Status.Allocation != nil && !reservedForPod(c, p) {
+			continue // allocated for another pod (shared): its devices are counted as used
 		}
 		for _, req := range c.Spec.Devices.Requests {
 			if req.Exactly == nil {
@@ -387,3 +387,12 @@ func claimGPUs(p *corev1.Pod, draDriver string, groups groupLookup) (int, worklo
 type errNotReady struct{ msg string }
 
 func (e errNotReady) Error() string { return e.msg }
+
+func reservedForPod(c *resourcev1.ResourceClaim, p *corev1.Pod) bool {
+	for _, r := range c.Status.ReservedFor {
+		if r.UID == p.UID {
+			return true
+		}
+	}
+	return false
+}
