@@ -83,17 +83,21 @@ var openbGPUMiB = map[string]int64{
 }
 
 func openbCluster() (*ClusterSpec, error) {
-	const file = "openb/openb_node_list_gpu_node.csv"
+	return embeddedCluster("openb", "openb/openb_node_list_gpu_node.csv", readOpenbNodes)
+}
+
+// embeddedCluster reads a preset from a file of the bundled data.
+func embeddedCluster(name, file string, read func(io.Reader, string) (*ClusterSpec, error)) (*ClusterSpec, error) {
 	f, err := data.FS.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	c, err := readOpenbNodes(f, "data/"+file)
+	c, err := read(f, "data/"+file)
 	if err != nil {
 		return nil, err
 	}
-	c.Name = "openb"
+	c.Name = name
 	return c, nil
 }
 
@@ -152,18 +156,7 @@ func readOpenbNodes(r io.Reader, name string) (*ClusterSpec, error) {
 // 8-GPU H800 (the H100 variant sold in China) board laid out and sized like a
 // DGX H100.
 func lingjunCluster() (*ClusterSpec, error) {
-	const file = "lingjun/topo.csv"
-	f, err := data.FS.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	c, err := readLingjun(f, "data/"+file)
-	if err != nil {
-		return nil, err
-	}
-	c.Name = "lingjun"
-	return c, nil
+	return embeddedCluster("lingjun", "lingjun/topo.csv", readLingjun)
 }
 
 func readLingjun(r io.Reader, name string) (*ClusterSpec, error) {
