@@ -176,7 +176,7 @@ func runE2E(ctx context.Context, out io.Writer, o e2eOptions) error {
 				return nil, nil, err
 			}
 			pid := cmd.Process.Pid
-			rss := func() (int64, error) { return procPeakRSS(pid) }
+			rss := func() (int64, error) { return framework.PeakRSSOf(pid) }
 			stop := func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait(); f.Close() }
 			return rss, stop, nil
 		}
@@ -305,32 +305,6 @@ func partialGangs(ctx context.Context, client kubernetes.Interface, ns string) i
 		}
 	}
 	return n
-}
-
-func procPeakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	var kb int64
-	for _, line := range splitLines(string(b)) {
-		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
-}
-
-func splitLines(s string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
 }
 
 // bindWatch records when each pod of a namespace is first seen bound.

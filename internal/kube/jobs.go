@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -137,7 +136,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		}
 		placed := false
 		for _, s := range sets {
-			if sameRequest(s.req, req) {
+			if s.req.Equal(req) {
 				s.pods = append(s.pods, p)
 				placed = true
 				break
@@ -238,12 +237,6 @@ func levelByLabel(levels map[string]string, label string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func sameRequest(a, b workload.Request) bool {
-	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
-		a.GPUMilli == b.GPUMilli && a.Scope == b.Scope && a.DRA == b.DRA &&
-		strings.Join(a.Models, "|") == strings.Join(b.Models, "|") && maps.Equal(a.NodeLabels, b.NodeLabels)
 }
 
 func terminal(p *corev1.Pod) bool {

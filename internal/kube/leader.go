@@ -43,7 +43,7 @@ func RunElected(ctx context.Context, client kubernetes.Interface, le LeaderElect
 		id = host + "-" + string(uuid.NewUUID())[:8]
 	}
 	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1ObjectMeta(le.Namespace, le.LeaseName),
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.LeaseName},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
@@ -125,8 +125,4 @@ func Serve(ctx context.Context, metricsAddr, healthAddr string, gatherer prometh
 		_ = s.Shutdown(shut)
 	}
 	return nil
-}
-
-func metav1ObjectMeta(ns, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: ns, Name: name}
 }

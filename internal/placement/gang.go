@@ -5,7 +5,6 @@
 package placement
 
 import (
-	"maps"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -235,8 +234,7 @@ func groupPods(pods []PodReq) []podGroup {
 }
 
 func sameRequest(a, b *PodReq) bool {
-	return a.CPUMilli == b.CPUMilli && a.MemMiB == b.MemMiB && a.GPUs == b.GPUs &&
-		a.GPUMilli == b.GPUMilli && a.Mask == b.Mask && a.Scope == b.Scope && maps.Equal(a.NodeLabels, b.NodeLabels)
+	return a.Mask == b.Mask && a.Request.Equal(b.Request)
 }
 
 // bound is an upper bound, from domain aggregates alone, on how many of the

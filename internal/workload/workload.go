@@ -5,6 +5,8 @@ package workload
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +36,13 @@ type Request struct {
 	DRA bool
 	// NodeLabels must all be on the node (a pod's nodeSelector).
 	NodeLabels map[string]string
+}
+
+// Equal reports whether two requests ask for exactly the same thing.
+func (r Request) Equal(o Request) bool {
+	return r.CPUMilli == o.CPUMilli && r.MemMiB == o.MemMiB && r.GPUs == o.GPUs &&
+		r.GPUMilli == o.GPUMilli && r.Scope == o.Scope && r.DRA == o.DRA &&
+		slices.Equal(r.Models, o.Models) && maps.Equal(r.NodeLabels, o.NodeLabels)
 }
 
 // NodeMatches reports whether a node with these labels may host the pod.

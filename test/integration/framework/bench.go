@@ -29,13 +29,14 @@ func (c *Cluster) PeakRSS(component string) (int64, error) {
 	if !ok || p.cmd.Process == nil {
 		return 0, fmt.Errorf("%s is not running", component)
 	}
-	return peakRSS(p.cmd.Process.Pid)
+	return PeakRSSOf(p.cmd.Process.Pid)
 }
 
 // PeakRSSSelf is PeakRSS of the calling process.
-func PeakRSSSelf() (int64, error) { return peakRSS(os.Getpid()) }
+func PeakRSSSelf() (int64, error) { return PeakRSSOf(os.Getpid()) }
 
-func peakRSS(pid int) (int64, error) {
+// PeakRSSOf is the peak resident memory of any process, in bytes.
+func PeakRSSOf(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
