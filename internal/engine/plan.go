@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -19,11 +20,29 @@ type PendingJob struct {
 	Waiting []workload.PodRef
 }
 
+// RunningJob is a job with pods placed and running. Its pods' capacity is
+// already taken out of Snapshot.State.
+type RunningJob struct {
+	Job  *workload.Job
+	Pods []PodBind
+	// Start is when the job (last) started running.
+	Start time.Time
+	// LastCheckpoint is when the job last saved its state, as it reported it;
+	// zero when unknown (then the checkpoint interval, if any, is assumed).
+	LastCheckpoint time.Time
+}
+
 // Snapshot is everything one cycle may look at.
 type Snapshot struct {
 	// State is the cluster's free capacity now. The engine does not change it.
 	State   *cluster.State
 	Pending []PendingJob
+	// Running lists the jobs holding capacity, for preemption, reservations
+	// and remediation. Order does not matter: the engine sorts what it uses.
+	Running []RunningJob
+	// Queues is the queue tree as admins wrote it; empty means one implicit
+	// queue holding every job.
+	Queues []queue.Spec
 	// Mix is the expected workload, used to keep capacity useful for it.
 	Mix placement.Mix
 	Now time.Time
@@ -68,11 +87,60 @@ type Reason struct {
 	Pods     int
 }
 
+// EvictionCause says why pods are taken away from a running job.
+type EvictionCause string
+
+const (
+	// CausePreempt: a higher-priority job of the same queue needs the room.
+	CausePreempt EvictionCause = "Preempted"
+	// CauseReclaim: another queue takes back its guarantee or fair share.
+	CauseReclaim EvictionCause = "Reclaimed"
+	// CauseConsolidate: the job is moved so that a whole domain frees up.
+	CauseConsolidate EvictionCause = "Consolidated"
+	// CauseShrink: an elastic job gives back pods above its minimum.
+	CauseShrink EvictionCause = "Shrunk"
+	// CauseFailure: a device or node under the job failed.
+	CauseFailure EvictionCause = "DeviceFailed"
+	// CauseMaxRuntime: the job ran past its declared maximum runtime.
+	CauseMaxRuntime EvictionCause = "MaxRuntimeExceeded"
+)
+
+// Eviction takes pods away from a running job. Drivers carry evictions out
+// before the binds of the same plan, which may use the freed capacity.
+type Eviction struct {
+	Job workload.JobID
+	// Pods lists the evicted pods; when it holds every pod of the job the
+	// whole gang goes back to pending.
+	Pods  []workload.PodRef
+	Cause EvictionCause
+	// By is the job the room is made for, if any.
+	By workload.JobID
+	// Message is one readable line for events.
+	Message string
+	// LostGPUSeconds is the work thrown away: GPUs × time since the last
+	// checkpoint, plus the restart overhead.
+	LostGPUSeconds float64
+}
+
 // Plan is all one cycle decided; drivers apply it in field order.
 type Plan struct {
-	Binds   []GangBind
-	Pending []Pending
-	Stats   CycleStats
+	Evictions []Eviction
+	Binds     []GangBind
+	Pending   []Pending
+	// Queues reports each queue's standing after the cycle, in tree order.
+	Queues []QueueStatus
+	Stats  CycleStats
+}
+
+// QueueStatus is one queue's standing, for its status and metrics.
+type QueueStatus struct {
+	Name string
+	// Allocated is what the queue's running jobs hold; FairShare what the
+	// water-filling gives it; Pending what its waiting jobs ask for;
+	// Borrowed what it holds above its guarantee.
+	Allocated, FairShare, Pending, Borrowed queue.Amounts
+	// Problem is why the queue is left out of the tree, if it is.
+	Problem string
 }
 
 // CycleStats counts the work of one cycle.

@@ -44,6 +44,15 @@ type Summary struct {
 	// PartialGangGPUHours is the GPU time those partial gangs held idle.
 	PartialGangGPUHours float64 `json:"partial_gang_gpu_hours"`
 
+	// Evictions and restarts (preemption, reclaim, failures).
+	// Evictions counts eviction decisions carried out; JobsRestarted the
+	// jobs that stopped because of one and went back to pending.
+	Evictions     int `json:"evictions"`
+	JobsRestarted int `json:"jobs_restarted"`
+	// GPUHoursLost is the work thrown away by those restarts: GPUs × the
+	// time since each job's last checkpoint.
+	GPUHoursLost float64 `json:"gpu_hours_lost"`
+
 	// Time.
 	WaitP50S  float64 `json:"wait_p50_s"`
 	WaitP95S  float64 `json:"wait_p95_s"`

@@ -59,7 +59,43 @@ func newLocality(s *cluster.State) *locality {
 }
 
 // record measures a started job's placement and returns its slowdown.
-func (l *locality) record(jr *jobRun, comm *CommModel) float64 {
+func (l *locality) record(jr *jobRun, comm *CommModel) float64 { return l.measure(jr, comm, true) }
+
+// slowdown is a restarted job's slowdown; only first starts are counted in
+// the locality figures.
+func (l *locality) slowdown(jr *jobRun, comm *CommModel) float64 { return l.measure(jr, comm, false) }
+
+func (l *locality) measure(jr *jobRun, comm *CommModel, count bool) float64 {
+	var c localityCounts
+	slow := l.count(jr, comm, &c)
+	if count {
+		l.add(c)
+		l.slowdowns += slow
+		l.slowdownN++
+	}
+	return slow
+}
+
+// localityCounts is one job's contribution to the locality figures.
+type localityCounts struct {
+	pciePods, pcieAtMin, multi int
+	atMin, spanned             map[int]int
+}
+
+func (l *locality) add(c localityCounts) {
+	l.pciePods += c.pciePods
+	l.pcieAtMin += c.pcieAtMin
+	l.multi += c.multi
+	for lv, v := range c.atMin {
+		l.atMin[lv] += v
+	}
+	for lv, v := range c.spanned {
+		l.spanned[lv] += v
+	}
+}
+
+func (l *locality) count(jr *jobRun, comm *CommModel, c *localityCounts) float64 {
+	c.atMin, c.spanned = map[int]int{}, map[int]int{}
 	s := l.s
 	slow := 1.0
 	// Inside nodes: multi-GPU pods on the fewest PCIe switches possible.
@@ -84,15 +120,15 @@ func (l *locality) record(jr *jobRun, comm *CommModel) float64 {
 		}
 		_, _, _, pcie := placement.Spans(node, devs)
 		least := fewestSwitches(node, k)
-		l.pciePods++
+		c.pciePods++
 		if pcie <= least {
-			l.pcieAtMin++
+			c.pcieAtMin++
 		} else {
 			slow += comm.PCIe * float64(pcie-least)
 		}
 	}
 	if len(nodes) > 1 && pods > 0 {
-		l.multi++
+		c.multi++
 		host := s.HostLevel()
 		for lv := host; lv >= 1; lv-- {
 			doms := map[cluster.DomainID]bool{}
@@ -100,16 +136,14 @@ func (l *locality) record(jr *jobRun, comm *CommModel) float64 {
 				doms[s.NodeDomain(n, lv)] = true
 			}
 			least := l.fewestDomains(lv, gpus, pods, mask)
-			l.spanned[lv] += len(doms)
+			c.spanned[lv] += len(doms)
 			if len(doms) <= least {
-				l.atMin[lv]++
+				c.atMin[lv]++
 			} else {
 				slow += comm.penalty(host-lv) * float64(len(doms)-least)
 			}
 		}
 	}
-	l.slowdowns += slow
-	l.slowdownN++
 	return slow
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"fmt"
 	"sort"
 	"time"
 
@@ -24,6 +25,9 @@ type event struct {
 	kind eventKind
 	job  int // index into the run's jobs
 	seq  int // insertion order: the final tie-break
+	// epoch is the job's run the event belongs to: a finish scheduled
+	// before an eviction is stale once the job has been evicted.
+	epoch int
 }
 
 type eventQueue []event
@@ -57,6 +61,14 @@ type jobRun struct {
 	end      time.Time
 	rejected bool
 	partial  bool // ever held pods without reaching its gang minimum
+
+	// Runs: a job evicted before it ends goes back to pending and restarts.
+	epoch    int           // current run, bumped at every eviction
+	slow     float64       // communication slowdown of the current run
+	workDone time.Duration // progress saved by checkpoints, in runtime units
+	restarts int
+	waited   bool // its first wait has been recorded
+	running  int  // index in replay.running, -1 when not running
 }
 
 type replay struct {
@@ -81,13 +93,14 @@ type replay struct {
 	engineSec  float64
 	loc        *locality
 	rej        []Rejection
+	running    []int // job indexes holding a started gang, in start order
 }
 
 func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
 		capacity: state.CapacityMilli(), loc: newLocality(state)}
 	for i, j := range jobs {
-		r.jobs = append(r.jobs, &jobRun{job: j, bound: map[workload.PodRef]engine.PodBind{}})
+		r.jobs = append(r.jobs, &jobRun{job: j, bound: map[workload.PodRef]engine.PodBind{}, running: -1})
 		r.byID[j.ID] = i
 		r.push(j.Submit, evArrive, i)
 		if i == 0 || j.Submit.Before(r.first) {
@@ -111,6 +124,9 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 				r.jobs[e.job].job.EachPod(func(_ workload.PodRef, rq workload.Request) { r.mix.Observe(rq, 1) })
 				processed++
 			case evFinish:
+				if e.epoch != r.jobs[e.job].epoch {
+					continue // the run it ended was evicted
+				}
 				r.finish(e.job, now)
 			}
 			changed = true
@@ -133,7 +149,7 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 }
 
 func (r *replay) push(at time.Time, kind eventKind, job int) {
-	heap.Push(&r.events, event{at: at, kind: kind, job: job, seq: r.seq})
+	heap.Push(&r.events, event{at: at, kind: kind, job: job, seq: r.seq, epoch: r.jobs[job].epoch})
 	r.seq++
 }
 
@@ -185,6 +201,9 @@ func (r *replay) cycle(now time.Time) error {
 		}
 		snap.Pending = append(snap.Pending, pj)
 	}
+	for _, i := range r.running {
+		snap.Running = append(snap.Running, r.runningJob(r.jobs[i]))
+	}
 	t0 := r.cfg.Clock()
 	plan := r.eng.Cycle(snap)
 	d := r.cfg.Clock().Sub(t0)
@@ -192,6 +211,11 @@ func (r *replay) cycle(now time.Time) error {
 	r.res.Summary.Cycles++
 	if us := float64(d.Microseconds()); us > r.res.Summary.CycleMaxUS {
 		r.res.Summary.CycleMaxUS = us
+	}
+	for _, ev := range plan.Evictions {
+		if err := r.evict(ev, now); err != nil {
+			return err
+		}
 	}
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
@@ -237,11 +261,21 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	for _, b := range jr.bound {
 		r.useful += b.Alloc.GPUMilli()
 	}
-	r.res.Summary.JobsStarted++
-	r.res.Series.Waits = append(r.res.Series.Waits, now.Sub(jr.job.Submit).Seconds())
-	slow := r.loc.record(jr, r.cfg.Comm)
+	jr.running = len(r.running)
+	r.running = append(r.running, r.byID[jr.job.ID])
+	if !jr.waited {
+		jr.waited = true
+		r.res.Summary.JobsStarted++
+		r.res.Series.Waits = append(r.res.Series.Waits, now.Sub(jr.job.Submit).Seconds())
+		jr.slow = r.loc.record(jr, r.cfg.Comm)
+	} else {
+		jr.slow = r.loc.slowdown(jr, r.cfg.Comm)
+	}
 	if jr.job.Runtime > 0 {
-		run := time.Duration(float64(jr.job.Runtime) * slow)
+		run := time.Duration(float64(jr.job.Runtime-jr.workDone) * jr.slow)
+		if jr.restarts > 0 {
+			run += jr.job.RestartOverhead
+		}
 		if run <= 0 {
 			run = time.Second
 		}
@@ -249,10 +283,106 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	}
 }
 
-func (r *replay) finish(i int, now time.Time) {
+// runningJob is the engine's view of a started job.
+func (r *replay) runningJob(jr *jobRun) engine.RunningJob {
+	rj := engine.RunningJob{Job: jr.job.Job, Start: jr.start}
+	for _, ref := range sortedRefs(jr.bound) {
+		rj.Pods = append(rj.Pods, jr.bound[ref])
+	}
+	return rj
+}
+
+// stopRunning takes the job out of the running list.
+func (r *replay) stopRunning(jr *jobRun) {
+	if jr.running < 0 {
+		return
+	}
+	i := jr.running
+	copy(r.running[i:], r.running[i+1:])
+	r.running = r.running[:len(r.running)-1]
+	for k := i; k < len(r.running); k++ {
+		r.jobs[r.running[k]].running = k
+	}
+	jr.running = -1
+}
+
+// evict carries out one eviction. A job left below its gang minimum stops:
+// it keeps the progress its checkpoints saved, loses the rest, and waits
+// again in the queue. Pods taken from a job that keeps running (an elastic
+// job shrunk to no less than its minimum) lose nothing.
+func (r *replay) evict(ev engine.Eviction, now time.Time) error {
+	i, ok := r.byID[ev.Job]
+	if !ok {
+		return fmt.Errorf("plan evicts unknown job %s", ev.Job)
+	}
 	jr := r.jobs[i]
-	refs := make([]workload.PodRef, 0, len(jr.bound))
-	for ref := range jr.bound {
+	for _, ref := range ev.Pods {
+		b, ok := jr.bound[ref]
+		if !ok {
+			return fmt.Errorf("plan evicts pod %s that is not bound", ref)
+		}
+		r.state.Release(b.NodeIndex, b.Alloc)
+		r.allocated -= b.Alloc.GPUMilli()
+		if jr.started {
+			r.useful -= b.Alloc.GPUMilli()
+		}
+		delete(jr.bound, ref)
+	}
+	r.res.Summary.Evictions++
+	if !jr.started || len(jr.bound) >= jr.job.GangMin() {
+		return nil
+	}
+	// The gang broke: everything still bound goes too, and the job restarts.
+	for _, ref := range sortedRefs(jr.bound) {
+		b := jr.bound[ref]
+		r.state.Release(b.NodeIndex, b.Alloc)
+		r.allocated -= b.Alloc.GPUMilli()
+		r.useful -= b.Alloc.GPUMilli()
+		delete(jr.bound, ref)
+	}
+	milli := jr.job.GPUMilli()
+	saved, lost := r.progress(jr, now)
+	jr.workDone += saved
+	r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
+	r.res.Summary.JobsRestarted++
+	jr.restarts++
+	jr.epoch++
+	jr.started = false
+	r.stopRunning(jr)
+	r.pending = append(r.pending, i)
+	return nil
+}
+
+// progress splits the time the job has run this time into the work its
+// checkpoints saved (in runtime units) and the wall time thrown away.
+func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration) {
+	ran := now.Sub(jr.start)
+	overhead := time.Duration(0)
+	if jr.restarts > 0 {
+		overhead = jr.job.RestartOverhead
+	}
+	working := ran - overhead
+	if working <= 0 {
+		return 0, ran
+	}
+	slow := jr.slow
+	if slow <= 0 {
+		slow = 1
+	}
+	work := time.Duration(float64(working) / slow)
+	if ci := jr.job.CheckpointInterval; ci > 0 {
+		saved = work / ci * ci
+	}
+	if left := jr.job.Runtime - jr.workDone; jr.job.Runtime > 0 && saved > left {
+		saved = left
+	}
+	return saved, ran - time.Duration(float64(saved)*slow)
+}
+
+// sortedRefs lists a job's bound pods in pod order.
+func sortedRefs(bound map[workload.PodRef]engine.PodBind) []workload.PodRef {
+	refs := make([]workload.PodRef, 0, len(bound))
+	for ref := range bound {
 		refs = append(refs, ref)
 	}
 	sort.Slice(refs, func(a, b int) bool {
@@ -261,7 +391,13 @@ func (r *replay) finish(i int, now time.Time) {
 		}
 		return refs[a].Index < refs[b].Index
 	})
-	for _, ref := range refs {
+	return refs
+}
+
+func (r *replay) finish(i int, now time.Time) {
+	jr := r.jobs[i]
+	r.stopRunning(jr)
+	for _, ref := range sortedRefs(jr.bound) {
 		b := jr.bound[ref]
 		r.state.Release(b.NodeIndex, b.Alloc)
 		r.allocated -= b.Alloc.GPUMilli()

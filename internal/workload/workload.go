@@ -26,6 +26,12 @@ type Request struct {
 	// be 1: the pod takes that fraction of a single GPU.
 	GPUs     int
 	GPUMilli int
+	// GPUMemMiB asks for a share of one GPU by memory instead of by milli:
+	// the pod takes this much of a single GPU's memory (GPUs must be 1).
+	GPUMemMiB int64
+	// MIGProfile asks for one MIG GPU instance of this profile (e.g.
+	// "1g.10gb"); GPUs must be 1 and no fraction is set.
+	MIGProfile string
 	// Models lists the GPU models the pod accepts; empty accepts any.
 	Models []string
 	// Scope, when set, requires all of the pod's GPUs to share one group of
@@ -181,11 +187,13 @@ type Topology struct {
 
 // Job is the unit corral schedules: its pod sets are placed together.
 type Job struct {
-	ID       JobID
-	Queue    string
-	Priority int32
-	Submit   time.Time
-	PodSets  []PodSet
+	ID JobID
+	// Namespace is where the job was submitted (queues admit namespaces).
+	Namespace string
+	Queue     string
+	Priority  int32
+	Submit    time.Time
+	PodSets   []PodSet
 	// MinMembers is the gang minimum: the job starts only when at least this
 	// many pods are placed at once. Zero means every pod (a strict gang).
 	MinMembers int
@@ -193,8 +201,14 @@ type Job struct {
 
 	// Timing data carried for backfill, preemption and remediation.
 	ExpectedRuntime    time.Duration // user estimate; zero if unknown
+	MaxRuntime         time.Duration // hard limit; zero if none
 	CheckpointInterval time.Duration // zero if the job never checkpoints
-	Preemptible        bool
+	// RestartOverhead is the time a restarted job spends before it makes
+	// progress again (pulling images, loading a checkpoint, warming up).
+	RestartOverhead time.Duration
+	// MinRuntime protects a freshly started job from preemption.
+	MinRuntime  time.Duration
+	Preemptible bool
 
 	// Source says where the job came from (e.g. "trace.csv:17"), for messages.
 	Source string
