@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+func TestRestartCost(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0).UTC()
+	gpuPod := func(i int, gpus int) PodBind {
+		a := cluster.Alloc{}
+		for d := 0; d < gpus; d++ {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: workload.MilliPerGPU})
+		}
+		return PodBind{Pod: workload.PodRef{Job: "j", Index: i}, Alloc: a}
+	}
+	running := func(ckpt, overhead time.Duration, reported time.Time) RunningJob {
+		return RunningJob{
+			Job:            &workload.Job{ID: "j", CheckpointInterval: ckpt, RestartOverhead: overhead},
+			Pods:           []PodBind{gpuPod(0, 8), gpuPod(1, 8)},
+			Start:          t0,
+			LastCheckpoint: reported,
+		}
+	}
+	cases := []struct {
+		name string
+		rj   RunningJob
+		pods []workload.PodRef
+		now  time.Time
+		want float64 // GPU-seconds
+	}{
+		{"never checkpoints: all work since start", running(0, 0, time.Time{}), nil, t0.Add(time.Hour), 16 * 3600},
+		{"interval: work since the last multiple", running(40*time.Minute, 0, time.Time{}), nil, t0.Add(time.Hour), 16 * 20 * 60},
+		{"interval counts from the end of the overhead", running(30*time.Minute, 10*time.Minute, time.Time{}), nil,
+			t0.Add(time.Hour), 16 * (20*60 + 10*60)},
+		{"reported checkpoint wins", running(40*time.Minute, 0, t0.Add(55*time.Minute)), nil, t0.Add(time.Hour), 16 * 5 * 60},
+		{"reported checkpoint in the future is ignored", running(0, 0, t0.Add(2*time.Hour)), nil, t0.Add(time.Hour), 16 * 3600},
+		{"only the named pods", running(0, 0, time.Time{}), []workload.PodRef{{Job: "j", Index: 1}}, t0.Add(time.Hour), 8 * 3600},
+		{"before start: only the overhead", running(0, 5*time.Minute, time.Time{}), nil, t0.Add(-time.Minute), 16 * 5 * 60},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := RestartCost(c.rj, c.pods, c.now); got != c.want {
+				t.Errorf("RestartCost = %v GPU-s, want %v", got, c.want)
+			}
+		})
+	}
+}
