@@ -23,10 +23,19 @@ const (
 	Spread Policy = "spread"
 	// Binpack: pod by pod onto the fullest node that fits (best fit); no gangs.
 	Binpack Policy = "binpack"
+	// FIFO: corral's gang placement in strict order: once a job is blocked,
+	// every job behind it waits too (head-of-line blocking, no backfill).
+	FIFO Policy = "fifo"
+	// Greedy: corral's gang placement where any job that fits starts, with
+	// no reservations (corral before issue 6): big gangs can starve.
+	Greedy Policy = "greedy"
 )
 
 // Policies lists every policy in report order.
-var Policies = []Policy{Corral, Spread, Binpack}
+var Policies = []Policy{Corral, Spread, Binpack, FIFO, Greedy}
+
+// gangs reports whether the policy places whole gangs with corral's search.
+func (p Policy) gangs() bool { return p == Corral || p == FIFO || p == Greedy }
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
@@ -35,7 +44,7 @@ func ParsePolicy(s string) (Policy, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -70,6 +79,8 @@ func (PriorityFIFO) Order(s *Snapshot) []int {
 type Config struct {
 	Policy  Policy
 	Orderer Orderer // nil: PriorityFIFO
+	// Backfill tunes reservations and runtime limits.
+	Backfill BackfillConfig
 }
 
 // Engine runs cycles. Besides configuration it keeps only a memo of a pure
@@ -119,6 +130,11 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	}
 	placer := placement.NewPlacer(view, scorer, devices)
 	var plan Plan
+	// Backfill step (issue 6), before anything is placed: jobs past their
+	// max runtime leave, and the pools held for job classes are resolved.
+	bf := newBackfiller(e.cfg.Backfill, e.cfg.Policy, s, view)
+	bf.enforceMaxRuntime(&plan)
+	bf.resolvePools(&plan)
 	failed := map[string]Reason{}
 	for _, i := range e.cfg.Orderer.Order(s) {
 		pj := s.Pending[i]
@@ -128,8 +144,13 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
-		if e.cfg.Policy != Corral {
+		if !e.cfg.Policy.gangs() {
 			e.podByPod(placer, pj, pods, &plan)
+			continue
+		}
+		// Backfill step: under strict FIFO nobody passes a blocked head.
+		if r, blocked := bf.fifoBlocked(); blocked {
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
 		gang, reason, ok := gangOf(view, pj.Job, pods)
@@ -151,7 +172,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				}
 			}
 		}
-		key := shapeKey(gang)
+		// Backfill step: hold the reserved nodes this job cannot leave in
+		// time and the pools it may not use.
+		key := shapeKey(gang) + "#" + bf.admit(pj.Job)
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: an identical gang fails too.
 			plan.Stats.ShapeCacheHits++
@@ -167,18 +190,35 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				res = r2
 			}
 		}
+		if res.Failure != nil && res.Failure.Verdict == placement.WaitFree {
+			// Backfill step, before any preemption: take back pods elastic
+			// jobs hold above their minimum, then pools backfilled by others.
+			if r2, ok := bf.shrinkFor(placer, pj.Job, gang, &plan); ok {
+				res = r2
+			} else if r2, ok := bf.reclaimPool(placer, pj.Job, gang, &plan); ok {
+				res = r2
+			}
+		}
 		if res.Failure != nil {
 			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
 				Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
 			failed[key] = r
-			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
+			// Backfill step: a blocked head job gets a reservation (corral)
+			// or stops everyone behind it (fifo).
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: bf.blocked(pj.Job, gang, r, &plan)})
 			continue
 		}
 		placer.Commit()
-		plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
+		gb := bindOf(view, pj.Job.ID, res)
+		plan.Binds = append(plan.Binds, gb)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
+		bf.placed(pj.Job, gb, &plan)
 	}
+	// Backfill step: elastic jobs grow into capacity nobody waits for; then
+	// every hold is lifted.
+	bf.grow(placer, &plan)
+	bf.finish()
 	return plan
 }
 

@@ -7,6 +7,7 @@ package engine
 import (
 	"time"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
@@ -46,6 +47,12 @@ type Snapshot struct {
 	// Mix is the expected workload, used to keep capacity useful for it.
 	Mix placement.Mix
 	Now time.Time
+	// Pools is capacity held for classes of jobs (issue 6); invalid pools
+	// are left out and named in Plan.PoolProblems.
+	Pools []backfill.Pool
+	// Runtimes is the history of completed runtimes the driver keeps, for
+	// estimates of jobs that declare none; nil means no history.
+	Runtimes *backfill.History
 }
 
 // PodBind puts one pod on a node with specific devices.
@@ -120,16 +127,39 @@ type Eviction struct {
 	// LostGPUSeconds is the work thrown away: GPUs × time since the last
 	// checkpoint, plus the restart overhead.
 	LostGPUSeconds float64
+	// Terminal says the job must not run again (a job stopped at its max
+	// runtime under the Terminate policy): drivers end it instead of
+	// returning it to pending.
+	Terminal bool
+}
+
+// Reservation holds capacity for a blocked head job until it is expected to
+// fit: only jobs expected to end before Start may use the reserved nodes
+// meanwhile (EASY backfill). The engine recomputes reservations every cycle.
+type Reservation struct {
+	Job workload.JobID
+	// Level and Domain name the topology domain the job is expected to
+	// start in ("cluster" when it spans several top-level domains).
+	Level  string
+	Domain string
+	// Nodes are the reserved nodes, in topology order.
+	Nodes []string
+	// Start is when the running jobs in the way are expected to have ended.
+	Start time.Time
 }
 
 // Plan is all one cycle decided; drivers apply it in field order.
 type Plan struct {
 	Evictions []Eviction
 	Binds     []GangBind
-	Pending   []Pending
+	// Reservations are the holds for blocked head jobs this cycle made.
+	Reservations []Reservation
+	Pending      []Pending
 	// Queues reports each queue's standing after the cycle, in tree order.
 	Queues []QueueStatus
 	Stats  CycleStats
+	// PoolProblems names pools of the snapshot left out as invalid.
+	PoolProblems []string
 }
 
 // QueueStatus is one queue's standing, for its status and metrics.
@@ -149,4 +179,9 @@ type CycleStats struct {
 	JobsPlaced     int
 	PodsPlaced     int
 	ShapeCacheHits int // jobs skipped because an identical shape already failed this cycle
+	// Backfilled counts jobs placed on reserved nodes because they are
+	// expected to end before the reservation starts.
+	Backfilled int
+	// PodsGrown counts pods added to running elastic jobs.
+	PodsGrown int
 }
