@@ -179,6 +179,21 @@ func (b *JobBuilder) Submit(sec int64) *JobBuilder { b.j.Submit = time.Unix(sec,
 // Min sets the gang minimum.
 func (b *JobBuilder) Min(n int) *JobBuilder { b.j.MinMembers = n; return b }
 
+// Expected sets the declared expected runtime.
+func (b *JobBuilder) Expected(d time.Duration) *JobBuilder { b.j.ExpectedRuntime = d; return b }
+
+// MaxRuntime sets the runtime limit.
+func (b *JobBuilder) MaxRuntime(d time.Duration) *JobBuilder { b.j.MaxRuntime = d; return b }
+
+// Class sets the job class pools are held for.
+func (b *JobBuilder) Class(c string) *JobBuilder { b.j.Class = c; return b }
+
+// Preemptible marks the job preemptible.
+func (b *JobBuilder) Preemptible() *JobBuilder { b.j.Preemptible = true; return b }
+
+// Queue sets the queue.
+func (b *JobBuilder) Queue(q string) *JobBuilder { b.j.Queue = q; return b }
+
 // Obj returns the job.
 func (b *JobBuilder) Obj() *workload.Job {
 	j := b.j

@@ -276,47 +276,24 @@ func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g plac
 		}
 		return x.Job.ID < y.Job.ID
 	})
-	type cut struct {
-		rj   RunningJob
-		pods []PodBind
-	}
 	var cuts []cut
 	for _, rj := range cands {
 		pods := append([]PodBind(nil), rj.Pods...)
 		sort.Slice(pods, func(a, c int) bool { return podLess(pods[c].Pod, pods[a].Pod) })
-		extra := pods[:len(pods)-rj.Job.GangMin()]
-		for _, p := range extra {
+		cuts = append(cuts, cut{rj: rj})
+		last := &cuts[len(cuts)-1]
+		// One pod at a time, highest ordinal first: take no more than needed.
+		for _, p := range pods[:len(pods)-rj.Job.GangMin()] {
 			b.view.Release(p.NodeIndex, p.Alloc)
-		}
-		b.holds.Refresh()
-		cuts = append(cuts, cut{rj, extra})
-		res := placer.PlaceGang(g)
-		if res.Failure != nil {
-			continue
-		}
-		for _, c := range cuts {
-			ev := Eviction{Job: c.rj.Job.ID, Cause: CauseShrink, By: j.ID,
-				Message: fmt.Sprintf("shrunk by %d pods (to %d, its minimum %d) for job %s",
-					len(c.pods), len(c.rj.Pods)-len(c.pods), c.rj.Job.GangMin(), j.ID)}
-			gone := map[workload.PodRef]bool{}
-			for _, p := range c.pods {
-				ev.Pods = append(ev.Pods, p.Pod)
-				gone[p.Pod] = true
+			b.holds.Refresh()
+			last.pods = append(last.pods, p)
+			res := placer.PlaceGang(g)
+			if res.Failure != nil {
+				continue
 			}
-			sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
-			plan.Evictions = append(plan.Evictions, ev)
-			b.shrunk[c.rj.Job.ID] = true
-			if i, ok := b.pos[c.rj.Job.ID]; ok {
-				var keep []backfill.Placed
-				for _, p := range c.rj.Pods {
-					if !gone[p.Pod] {
-						keep = append(keep, backfill.Placed{Node: p.NodeIndex, Alloc: p.Alloc})
-					}
-				}
-				b.holders[i].Pods = keep
-			}
+			b.commitShrink(j, cuts, plan)
+			return res, true
 		}
-		return res, true
 	}
 	b.restore(func() {
 		for _, c := range cuts {
@@ -326,6 +303,40 @@ func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g plac
 		}
 	})
 	return placement.Result{}, false
+}
+
+type cut struct {
+	rj   RunningJob
+	pods []PodBind
+}
+
+// commitShrink turns the pods taken in a successful shrink into evictions.
+func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
+	for _, c := range cuts {
+		if len(c.pods) == 0 {
+			continue
+		}
+		ev := Eviction{Job: c.rj.Job.ID, Cause: CauseShrink, By: j.ID,
+			Message: fmt.Sprintf("shrunk by %d pods (to %d, its minimum %d) for job %s",
+				len(c.pods), len(c.rj.Pods)-len(c.pods), c.rj.Job.GangMin(), j.ID)}
+		gone := map[workload.PodRef]bool{}
+		for _, p := range c.pods {
+			ev.Pods = append(ev.Pods, p.Pod)
+			gone[p.Pod] = true
+		}
+		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
+		plan.Evictions = append(plan.Evictions, ev)
+		b.shrunk[c.rj.Job.ID] = true
+		if i, ok := b.pos[c.rj.Job.ID]; ok {
+			var keep []backfill.Placed
+			for _, p := range c.rj.Pods {
+				if !gone[p.Pod] {
+					keep = append(keep, backfill.Placed{Node: p.NodeIndex, Alloc: p.Alloc})
+				}
+			}
+			b.holders[i].Pods = keep
+		}
+	}
 }
 
 // reclaimPool evicts jobs of other classes that backfill a pool of j's
