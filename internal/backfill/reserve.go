@@ -88,23 +88,24 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 		mask = cluster.AllModels
 	}
 	future := s.Clone()
-	placer := placement.NewPlacer(future, placement.MostAllocated(), placement.Interconnect)
-	for k := 0; k < len(rel); {
-		at := rel[k].at
-		for ; k < len(rel) && rel[k].at.Equal(at); k++ {
-			for _, p := range holders[rel[k].i].Pods {
-				if blocked != nil && blocked(p.Node) {
-					continue
-				}
-				future.Release(p.Node, p.Alloc)
+	if blocked != nil {
+		// Blocked nodes offer nothing now either.
+		want := map[int]bool{}
+		for n := 0; n < future.NumNodes(); n++ {
+			if blocked(n) {
+				want[n] = true
 			}
 		}
+		NewHolds(future).Sync(want)
+	}
+	placer := placement.NewPlacer(future, placement.MostAllocated(), placement.Interconnect)
+	found := func(at time.Time, k int) (Slot, bool) {
 		if !mayFit(future, top, need, mask) {
-			continue
+			return Slot{}, false
 		}
 		res := placer.PlaceGang(g)
 		if res.Failure != nil {
-			continue
+			return Slot{}, false
 		}
 		slot := Slot{Start: at, Level: res.Level, Domain: res.Domain, Releases: k}
 		seen := map[int]bool{}
@@ -116,6 +117,24 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 		}
 		sort.Ints(slot.Nodes)
 		return slot, true
+	}
+	// It may fit now already (a caller reserving ahead of placement).
+	if slot, ok := found(now, 0); ok {
+		return slot, true
+	}
+	for k := 0; k < len(rel); {
+		at := rel[k].at
+		for ; k < len(rel) && rel[k].at.Equal(at); k++ {
+			for _, p := range holders[rel[k].i].Pods {
+				if blocked != nil && blocked(p.Node) {
+					continue
+				}
+				future.Release(p.Node, p.Alloc)
+			}
+		}
+		if slot, ok := found(at, k); ok {
+			return slot, true
+		}
 	}
 	return Slot{}, false
 }

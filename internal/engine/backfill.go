@@ -35,7 +35,19 @@ type BackfillConfig struct {
 	MaxReservationsPerQueue int
 	// OnMaxRuntime is Terminate (the default) or Requeue.
 	OnMaxRuntime MaxRuntimeAction
+	// StarveAfter is the wait after which a job's reservation is made
+	// before anything is placed, so that jobs ahead of it in the order
+	// (higher priority, other queues) must also leave its room alone unless
+	// they end first. It bounds the wait of any job that can fit: the
+	// starvation age plus the longest estimated runtime in its way. Zero
+	// means DefaultStarveAfter; negative turns it off.
+	StarveAfter time.Duration
 }
+
+// DefaultStarveAfter is the default starvation age: a day, long enough that
+// priorities order the ordinary day, short next to the week-long runs that
+// would otherwise push a big gang back again and again.
+const DefaultStarveAfter = 24 * time.Hour
 
 // backfiller is one cycle's state for reservations, EASY backfill, pools,
 // elastic jobs and runtime limits. Cycle calls it from separate steps.
@@ -48,6 +60,7 @@ type backfiller struct {
 	pools   []*backfill.ResolvedPool
 	res     []activeReservation
 	queueRs map[string]int
+	normal  int // reservations of blocked head jobs (starved ones not counted)
 	// holders are the jobs holding capacity in the view: running jobs not
 	// evicted, and the jobs placed this cycle. Index by job id in pos.
 	holders []backfill.Holder
@@ -73,6 +86,9 @@ func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.S
 	}
 	if cfg.OnMaxRuntime == "" {
 		cfg.OnMaxRuntime = Terminate
+	}
+	if cfg.StarveAfter == 0 {
+		cfg.StarveAfter = DefaultStarveAfter
 	}
 	b := &backfiller{cfg: cfg, mode: mode, s: s, view: view, holds: backfill.NewHolds(view),
 		queueRs: map[string]int{}, pos: map[workload.JobID]int{}, gone: map[workload.JobID]bool{},
@@ -214,24 +230,103 @@ func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *
 	return r
 }
 
+// reserveStarved gives the job that has waited longest past the starvation
+// age a reservation before anything is placed. Among starved jobs age wins
+// over priority and queue order: that is what bounds the wait. Starved jobs
+// that fit now are reserved too (their room is theirs this cycle) and do not
+// count: the walk stops at the first starved job that has to wait.
+func (b *backfiller) reserveStarved(order []int, plan *Plan) {
+	if b.mode != Corral || b.cfg.StarveAfter < 0 {
+		return
+	}
+	var starved []int
+	for _, i := range order {
+		pj := b.s.Pending[i]
+		if pj.Waiting == nil && b.s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
+			starved = append(starved, i)
+		}
+	}
+	sort.SliceStable(starved, func(a, c int) bool {
+		x, y := b.s.Pending[starved[a]].Job, b.s.Pending[starved[c]].Job
+		if !x.Submit.Equal(y.Submit) {
+			return x.Submit.Before(y.Submit)
+		}
+		return x.ID < y.ID
+	})
+	reserved := map[int]bool{}
+	for _, i := range starved {
+		pj := b.s.Pending[i]
+		pods, _, ok := resolvePods(b.view, pj)
+		if !ok {
+			continue
+		}
+		g, _, ok := gangOf(b.view, pj.Job, pods)
+		if !ok || placement.CheckNeverFits(b.view, g) != nil {
+			continue
+		}
+		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, func(n int) bool { return reserved[n] })
+		if !ok {
+			continue
+		}
+		b.add(pj.Job, slot, plan)
+		plan.Stats.StarvedReservations++
+		for _, n := range slot.Nodes {
+			reserved[n] = true
+		}
+		if slot.Start.After(b.s.Now) {
+			return
+		}
+	}
+}
+
+// reservationOf returns the index of j's reservation, or -1.
+func (b *backfiller) reservationOf(j workload.JobID) int {
+	for i, r := range b.res {
+		if r.job.ID == j {
+			return i
+		}
+	}
+	return -1
+}
+
+// live lists the holders still holding capacity.
+func (b *backfiller) live() []backfill.Holder {
+	var out []backfill.Holder
+	for _, h := range b.holders {
+		if !b.gone[h.Job.ID] && len(h.Pods) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // reserve gives a blocked job a reservation if the caps allow: the earliest
 // time its gang fits once running jobs end, and the domain where.
 func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *Plan) Reason {
-	if len(b.res) >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
+	if i := b.reservationOf(j.ID); i >= 0 {
+		// Reserved as a starved job: say so.
+		r.Level, r.Best, r.BestFits = plan.Reservations[i].Level, plan.Reservations[i].Domain, 0
+		r.Message = backfill.Describe(b.view, b.res[i].slot, b.s.Now) + " (waiting past the starvation age); " + r.Message
 		return r
 	}
-	b.queueRs[j.Queue]++
-	var live []backfill.Holder
-	for _, h := range b.holders {
-		if !b.gone[h.Job.ID] && len(h.Pods) > 0 {
-			live = append(live, h)
-		}
+	if b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
+		return r
 	}
-	slot, ok := backfill.Earliest(b.view, live, g, b.s.Now, b.s.Runtimes, b.holds.Held)
+	b.normal++
+	b.queueRs[j.Queue]++
+	slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, b.holds.Held)
 	if !ok {
 		r.Message += "; no reservation: the jobs in its way have no runtime estimate"
 		return r
 	}
+	rv := b.add(j, slot, plan)
+	r.Level, r.Best, r.BestFits = rv.Level, rv.Domain, 0
+	r.Message = backfill.Describe(b.view, slot, b.s.Now) + "; " + r.Message
+	return r
+}
+
+// add records a reservation and puts it in the plan.
+func (b *backfiller) add(j *workload.Job, slot backfill.Slot, plan *Plan) Reservation {
 	ar := activeReservation{job: j, slot: slot, nodes: map[int]bool{}}
 	rv := Reservation{Job: j.ID, Start: slot.Start, Level: cluster.LevelCluster, Domain: cluster.LevelCluster}
 	if slot.Level > 0 {
@@ -243,9 +338,7 @@ func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *
 	}
 	b.res = append(b.res, ar)
 	plan.Reservations = append(plan.Reservations, rv)
-	r.Level, r.Best, r.BestFits = rv.Level, rv.Domain, 0
-	r.Message = backfill.Describe(b.view, slot, b.s.Now) + "; " + r.Message
-	return r
+	return rv
 }
 
 // shrinkFor takes pods above their minimum from running elastic jobs of no

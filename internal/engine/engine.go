@@ -136,7 +136,12 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	bf.enforceMaxRuntime(&plan)
 	bf.resolvePools(&plan)
 	failed := map[string]Reason{}
-	for _, i := range e.cfg.Orderer.Order(s) {
+	order := e.cfg.Orderer.Order(s)
+	// Backfill step: the oldest job waiting past the starvation age gets a
+	// reservation before anything is placed, so that no job, whatever its
+	// priority, takes its room unless it ends first.
+	bf.reserveStarved(order, &plan)
+	for _, i := range order {
 		pj := s.Pending[i]
 		plan.Stats.JobsConsidered++
 		pods, reason, ok := resolvePods(view, pj)

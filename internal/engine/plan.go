@@ -182,6 +182,9 @@ type CycleStats struct {
 	// Backfilled counts jobs placed on reserved nodes because they are
 	// expected to end before the reservation starts.
 	Backfilled int
+	// StarvedReservations counts reservations made for a job waiting past
+	// the starvation age, ahead of every placement.
+	StarvedReservations int
 	// PodsGrown counts pods added to running elastic jobs.
 	PodsGrown int
 }
