@@ -36,6 +36,7 @@ type simOptions struct {
 	maxRejections                             int
 	reservations, reservationsPerQueue        int
 	onMaxRuntime                              string
+	starveAfter                               time.Duration
 }
 
 func newSimCmd() *cobra.Command {
@@ -76,6 +77,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.IntVar(&o.reservations, "reservations", 0, "corral: blocked jobs given a reservation per cycle (0: the engine default)")
 	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "corral: reservations per queue per cycle (0: the engine default)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
+	f.DurationVar(&o.starveAfter, "starve-after", 0, "corral: wait after which a job is reserved ahead of everything (0: the engine default, 24h; negative: off)")
 	return cmd
 }
 
@@ -158,7 +160,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		for _, pol := range policies {
 			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
-				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)}}
+				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter}}
 			var bar *progressbar.ProgressBar
 			if progress {
 				bar = progressbar.NewOptions(100,
