@@ -69,6 +69,11 @@ type backfiller struct {
 	shrunk  map[workload.JobID]bool
 	// fifoHead is the first blocked job under strict FIFO: nobody passes it.
 	fifoHead workload.JobID
+	// heldKey is the admit key the holds were last synced for, over heldRes
+	// reservations (a new reservation changes what a key means).
+	synced  bool
+	heldKey string
+	heldRes int
 }
 
 type activeReservation struct {
@@ -146,33 +151,46 @@ func (b *backfiller) enforceMaxRuntime(plan *Plan) {
 
 // admit sets the holds for job j: nodes reserved for a job j cannot finish
 // before, and pools j may not use. It returns a key for the shape cache
-// (identical gangs with different holds are not interchangeable).
+// (identical gangs with different holds are not interchangeable). The holds
+// change only when the key does, so a long queue of alike jobs costs one
+// comparison each.
 func (b *backfiller) admit(j *workload.Job) string {
 	if len(b.res) == 0 && len(b.pools) == 0 {
 		return ""
 	}
-	want := map[int]bool{}
 	var key strings.Builder
 	for i, r := range b.res {
-		if r.job.ID == j.ID || b.endsBefore(j, r.slot.Start) {
-			continue
-		}
-		fmt.Fprintf(&key, "r%d", i)
-		for n := range r.nodes {
-			want[n] = true
+		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
+			fmt.Fprintf(&key, "r%d", i)
 		}
 	}
 	for _, p := range b.pools {
-		if p.Admits(j) {
-			continue
+		if !p.Admits(j) {
+			fmt.Fprintf(&key, "p%s", p.Name)
 		}
-		fmt.Fprintf(&key, "p%s", p.Name)
-		for _, n := range p.Nodes {
-			want[n] = true
+	}
+	k := key.String()
+	if b.synced && k == b.heldKey && len(b.res) == b.heldRes {
+		return k
+	}
+	want := map[int]bool{}
+	for _, r := range b.res {
+		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
+			for n := range r.nodes {
+				want[n] = true
+			}
+		}
+	}
+	for _, p := range b.pools {
+		if !p.Admits(j) {
+			for _, n := range p.Nodes {
+				want[n] = true
+			}
 		}
 	}
 	b.holds.Sync(want)
-	return key.String()
+	b.synced, b.heldKey, b.heldRes = true, k, len(b.res)
+	return k
 }
 
 // endsBefore reports whether j, started now, is expected to end by t. A job
