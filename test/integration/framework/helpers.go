@@ -90,8 +90,8 @@ func (c *Cluster) AddGPUNode(ctx context.Context, spec NodeSpec) (*corev1.Node, 
 
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   spec.Name,
-			Labels: labels,
+			Name:        spec.Name,
+			Labels:      labels,
 			Annotations: annotations,
 		},
 		Spec: corev1.NodeSpec{Taints: spec.Taints},
