@@ -276,6 +276,10 @@ func shapeKey(g placement.Gang) string {
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
 	for _, p := range g.Pods {
 		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask), p.Scope)
+		if p.Devices != nil {
+			// Equal shapes over different eligible devices are not interchangeable.
+			fmt.Fprintf(&b, ",devices=%q/%t", p.Devices.Key, p.Devices.All)
+		}
 		if len(p.NodeLabels) > 0 {
 			keys := make([]string, 0, len(p.NodeLabels))
 			for k, v := range p.NodeLabels {

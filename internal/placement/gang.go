@@ -60,6 +60,9 @@ func canHost(s *cluster.State, n int, r *PodReq) bool {
 	if r.GPUMilliTotal() == 0 {
 		return true
 	}
+	if r.Devices != nil {
+		return pickEligible(s, n, r, FirstFree) != nil // feasibility only: the cheap order
+	}
 	if lv := scopeLevel(r.Scope); lv >= 0 && !r.Fractional() {
 		return pickScoped(s, n, r.GPUs, r.Mask, Interconnect, lv) != nil
 	}
@@ -89,7 +92,12 @@ func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
 		}
 		a.Devices = []cluster.DeviceShare{{Device: gpu, Milli: int32(r.GPUMilli)}}
 	case r.GPUs > 0:
-		devs := pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
+		var devs []int
+		if r.Devices != nil {
+			devs = pickEligible(p.s, n, r, p.devices)
+		} else {
+			devs = pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
+		}
 		if devs == nil {
 			return false
 		}

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"sort"
+
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -10,12 +12,50 @@ type PodReq struct {
 	workload.Request
 	Mask cluster.ModelMask
 	Ref  workload.PodRef
+	// eligible is Request.Devices by node index: the device index sets a
+	// pod may draw from; nil when the request has no filter.
+	eligible [][][]int
 }
 
 // Resolve turns a request into a PodReq for State s.
 func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq, []string) {
 	mask, unknown := RequestMask(s, r)
-	return PodReq{Request: r, Mask: mask, Ref: ref}, unknown
+	pr := PodReq{Request: r, Mask: mask, Ref: ref}
+	if r.Devices != nil {
+		pr.eligible = resolveGroups(s, r.Devices)
+	}
+	return pr, unknown
+}
+
+// resolveGroups maps a filter's node and device names to indices of s.
+// Names s does not know are dropped: they cannot serve anyway.
+func resolveGroups(s *cluster.State, f *workload.DeviceFilter) [][][]int {
+	out := make([][][]int, s.NumNodes())
+	for name, groups := range f.Groups {
+		n, ok := s.NodeIndex(name)
+		if !ok {
+			continue
+		}
+		index := map[string]int{}
+		for k, d := range s.Node(n).Devices {
+			index[d.ID] = k
+		}
+		for _, g := range groups {
+			var set []int
+			for _, id := range g {
+				if k, ok := index[id]; ok {
+					set = append(set, k)
+				}
+			}
+			if len(set) > 0 {
+				sort.Ints(set)
+				out[n] = append(out[n], set)
+			}
+		}
+		// Map order must not leak into choices: order sets by first device.
+		sort.Slice(out[n], func(i, j int) bool { return out[n][i][0] < out[n][j][0] })
+	}
+	return out
 }
 
 // Scorer rates putting one pod on one node; higher is better. For a pod that
