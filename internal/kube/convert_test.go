@@ -170,11 +170,11 @@ func TestBuildJobs(t *testing.T) {
 		},
 		"a claim with an unknown DeviceClass is invalid": {
 			pods: []*corev1.Pod{pod("a").claim("bad").obj()},
-			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: ResourceClaim bad request "gpus": DeviceClass "nope" does not exist`}},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: req(2000, 4096, 0), Invalid: `pod a: ResourceClaim bad request "gpus": DeviceClass "nope" does not exist`}},
 		},
 		"a whole GPU by the fraction annotation is invalid": {
 			pods: []*corev1.Pod{pod("a").ann(v1alpha1.AnnotationGPUMilli, "1000").obj()},
-			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: annotation corral.dev/gpu-milli="1000": want 1-999 milli of one GPU`}},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: req(2000, 4096, 0), Invalid: `pod a: annotation corral.dev/gpu-milli="1000": want 1-999 milli of one GPU`}},
 		},
 		"a nodeSelector becomes a node-label requirement": {
 			pods: []*corev1.Pod{func() *corev1.Pod {

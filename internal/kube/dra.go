@@ -26,9 +26,14 @@ import (
 // few DeviceClasses and claim templates, so a small LRU holds them all.
 const celCacheSize = 512
 
-// newCELCache compiles each expression once and keeps it by its text.
+// newCELCache compiles each expression once and keeps it by its text, in
+// the environment for stored expressions, as kube-scheduler does. Consumable
+// capacity (beta, on in 1.36) is in it; list-type attributes (alpha) are
+// not, because corral reads scalar attributes only: a selector that treats
+// an attribute as a list (accepted by an API server with that gate on) is
+// reported as not compiling.
 func newCELCache() *dracel.Cache {
-	return dracel.NewCache(celCacheSize, dracel.Features{})
+	return dracel.NewCache(celCacheSize, dracel.Features{EnableConsumableCapacity: true})
 }
 
 // draDevice is one device of the configured driver as the allocator sees it.
@@ -287,7 +292,7 @@ func (v *draView) evaluate(claim string, req deviceRequest, match []string, key 
 		}
 		r := v.cel.GetOrCompile(s.CEL.Expression)
 		if r.Error != nil {
-			return filterResult{err: fmt.Errorf("%s: selector %d of DeviceClass %s does not compile: %s", where, i, req.class, r.Error.Detail)}
+			return filterResult{err: fmt.Errorf("%s: selector %d of DeviceClass %s does not compile: %s", where, i, req.class, firstLine(r.Error.Detail))}
 		}
 		progs = append(progs, compiled{s.CEL.Expression, r})
 	}
@@ -297,7 +302,7 @@ func (v *draView) evaluate(claim string, req deviceRequest, match []string, key 
 		}
 		r := v.cel.GetOrCompile(s.CEL.Expression)
 		if r.Error != nil {
-			return filterResult{err: fmt.Errorf("%s: CEL selector %d does not compile: %s", where, i, r.Error.Detail)}
+			return filterResult{err: fmt.Errorf("%s: CEL selector %d does not compile: %s", where, i, firstLine(r.Error.Detail))}
 		}
 		progs = append(progs, compiled{s.CEL.Expression, r})
 	}
@@ -351,6 +356,13 @@ func (v *draView) evaluate(claim string, req deviceRequest, match []string, key 
 		return filterResult{err: evalErr}
 	}
 	return res
+}
+
+// firstLine keeps a CEL error to its first line: the rest draws a caret
+// under the expression, which a pod condition cannot show.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // cel is a device as the CEL environment sees it.

@@ -115,7 +115,7 @@ func TestClaimDevices(t *testing.T) {
 	})
 	n2 := gpuSlice("n2", 2, nil)
 	allDevices := classes{"gpu": celSel("device.driver == 'gpu.nvidia.com'"),
-		"h100": celSel(`device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")`),
+		"h100":   celSel(`device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA H100")`),
 		"broken": celSel("device.driver ==")}
 	type want struct {
 		GPUs     int

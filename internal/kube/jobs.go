@@ -127,8 +127,10 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			continue
 		}
 		if err != nil {
+			// The pod stays in its job so that it is told why: the job is
+			// invalid and never placed.
 			problems = append(problems, fmt.Sprintf("pod %s: %v", p.Name, err))
-			continue
+			req = workload.Request{CPUMilli: req.CPUMilli, MemMiB: req.MemMiB}
 		}
 		if p.Spec.Priority != nil && *p.Spec.Priority > j.Priority {
 			j.Priority = *p.Spec.Priority
