@@ -235,7 +235,7 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	for _, p := range plan.Pending {
-		if p.Reason.Verdict != placement.NeverFits {
+		if p.Reason.Verdict != placement.NeverFits && p.Reason.Verdict != placement.Refused {
 			continue
 		}
 		jr := r.jobs[r.byID[p.Job]]

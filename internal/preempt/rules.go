@@ -1,0 +1,100 @@
+package preempt
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/internal/queue"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Kind is why a running job may be evicted for a waiting one.
+type Kind uint8
+
+const (
+	// NotAllowed: the running job stays.
+	NotAllowed Kind = iota
+	// ByPriority: same queue (or no queues), strictly lower priority.
+	ByPriority
+	// ByReclaim: another queue, and the waiting job's queue is owed its
+	// guarantee or its fair share by a queue holding more than its own.
+	ByReclaim
+)
+
+// Standing is a job's side of the eligibility rules: its leaf queue and the
+// queue's standing now. Without queues every field but Priority is empty.
+type Standing struct {
+	Queue    string
+	Priority int32
+	// Usage, Guarantee and Fair are the leaf queue's, now.
+	Usage, Guarantee, Fair queue.Amounts
+	// Reclaim: the queue (or an ancestor) may preempt other queues.
+	Reclaim bool
+}
+
+// Protected says why a running job may never be evicted now ("" if it may).
+func Protected(j *workload.Job, ranFor time.Duration) string {
+	if !j.Preemptible {
+		return "not preemptible"
+	}
+	if j.MinRuntime > 0 && ranFor < j.MinRuntime {
+		return fmt.Sprintf("inside its minimum runtime (%s of %s)", ranFor.Truncate(time.Second), j.MinRuntime)
+	}
+	return ""
+}
+
+// Eligible applies the rules to a waiting job p (which would charge its
+// queue charge) and a running job v (which holds held):
+//
+//   - same queue: v's priority is strictly below p's;
+//   - another queue, only when p's queue may reclaim, either
+//     (guarantee) p's queue stays within its guarantee on every guaranteed
+//     resource the job uses, and v's queue uses more than its guarantee of a
+//     resource the job needs; or
+//     (fair share) v's queue is above its fair share (dominant share > 1)
+//     and p's queue, with the job, stays strictly below v's queue's
+//     dominant share now, so the move cannot be undone by a move back.
+//
+// Priority does not count across queues: a guarantee is owed whatever the
+// borrower's priority.
+func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
+	if p.Queue == v.Queue {
+		if v.Priority < p.Priority {
+			return ByPriority
+		}
+		return NotAllowed
+	}
+	if !p.Reclaim {
+		return NotAllowed
+	}
+	after := queue.Amounts{}
+	for r, x := range p.Usage {
+		after[r] = x
+	}
+	for r, x := range charge {
+		after[r] += x
+	}
+	owed, within := false, true
+	for _, r := range charge.Resources() {
+		g := p.Guarantee[r]
+		if g <= 0 || charge[r] <= 0 {
+			continue
+		}
+		owed = true
+		if after[r] > g {
+			within = false
+		}
+	}
+	if owed && within {
+		for _, r := range charge.Resources() {
+			if charge[r] > 0 && v.Usage[r] > v.Guarantee[r] {
+				return ByReclaim
+			}
+		}
+	}
+	vShare := queue.DominantShare(v.Usage, v.Fair)
+	if vShare > 1 && queue.DominantShare(after, p.Fair) < vShare {
+		return ByReclaim
+	}
+	return NotAllowed
+}
