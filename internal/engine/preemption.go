@@ -317,7 +317,7 @@ func (m *roomMaker) message(ev Eviction, pj PendingJob, leaf string, whole bool,
 	if !whole {
 		fmt.Fprintf(&b, "; shrunk by %d pods to its minimum", len(ev.Pods))
 	}
-	fmt.Fprintf(&b, "; %g GPUs freed, %.2f GPU-hours of work lost since the last checkpoint",
+	fmt.Fprintf(&b, "; %g GPUs freed, %.2f GPU-hours lost (work since the last checkpoint plus restart overhead)",
 		float64(milli)/workload.MilliPerGPU, ev.LostGPUSeconds/3600)
 	return b.String()
 }
