@@ -26,17 +26,22 @@ const (
 	Binpack Policy = "binpack"
 )
 
+// CorralNewest is corral with the peers' preemption: victims by lowest
+// priority, then newest, and no consolidation. It is the baseline for
+// preemption reports, not in Policies (default runs leave it out).
+const CorralNewest Policy = "corral-newest"
+
 // Policies lists every policy in report order.
 var Policies = []Policy{Corral, Spread, Binpack}
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range Policies {
+	for _, p := range append(Policies, CorralNewest) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, corral-newest)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -86,6 +91,7 @@ type Config struct {
 // Snapshot alone. An Engine is used by one goroutine at a time.
 type Engine struct {
 	cfg   Config
+	name  Policy // as asked for: CorralNewest runs as Corral
 	frag  placement.FragMemo
 	trees treeCache
 }
@@ -98,14 +104,18 @@ func New(cfg Config) *Engine {
 	if cfg.Orderer == nil {
 		cfg.Orderer = PriorityFIFO{}
 	}
+	name := cfg.Policy
+	if cfg.Policy == CorralNewest {
+		cfg.Policy, cfg.Preemption = Corral, PreemptNewest
+	}
 	if cfg.Preemption == "" {
 		cfg.Preemption = PreemptLeastLost
 	}
-	return &Engine{cfg: cfg}
+	return &Engine{cfg: cfg, name: name}
 }
 
 // Policy returns the engine's policy.
-func (e *Engine) Policy() Policy { return e.cfg.Policy }
+func (e *Engine) Policy() Policy { return e.name }
 
 // Cycle decides what to do now. It:
 //  1. copies the free capacity into a running view it alone changes,

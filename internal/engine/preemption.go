@@ -187,7 +187,8 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 	if m.e.cfg.Preemption == PreemptNewest {
 		strategy = preempt.LowestPriorityNewest
 	}
-	r := m.search(preempt.Problem{Gang: gang, Units: units, Strategy: strategy})
+	r := m.search(preempt.Problem{Gang: gang, Units: units, Strategy: strategy,
+		Allowed: m.reclaimKeeps(me, charge, units, kinds)})
 	if !r.Found {
 		return placement.Result{}, nil, "preemption: " + r.Why
 	}
@@ -197,6 +198,39 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 		}
 		return CausePreempt
 	})
+}
+
+// reclaimKeeps vets a set of victims queue by queue (preempt.Keeps), so
+// that reclaim never takes so much that the victims' queue could take it
+// back in a later cycle.
+func (m *roomMaker) reclaimKeeps(me preempt.Standing, charge queue.Amounts, units []preempt.Unit, kinds []preempt.Kind) func([]int) bool {
+	if m.qs == nil {
+		return nil
+	}
+	return func(set []int) bool {
+		removed := map[string]queue.Amounts{}
+		var leaves []string
+		for _, u := range set {
+			if kinds[u] != preempt.ByReclaim {
+				continue
+			}
+			leaf := m.qs.runningLeaf[units[u].Job]
+			if removed[leaf] == nil {
+				removed[leaf] = queue.Amounts{}
+				leaves = append(leaves, leaf)
+			}
+			for _, p := range units[u].Pods {
+				addAlloc(removed[leaf], m.view, p.Node, p.Alloc)
+			}
+		}
+		for _, leaf := range leaves {
+			v := preempt.Standing{Queue: leaf, Usage: m.qs.usage[leaf], Guarantee: m.qs.specs[leaf].Guarantee, Fair: m.qs.fair[leaf]}
+			if !preempt.Keeps(me, charge, v, removed[leaf]) {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // search runs one bounded search and books its cost in the cycle's stats.

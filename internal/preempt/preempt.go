@@ -90,6 +90,9 @@ type Problem struct {
 	Move bool
 	// MaxCost rejects sets costing this much or more (0: no cap).
 	MaxCost float64
+	// Allowed, if set, vets a whole set of victims (indexes into Units)
+	// that makes room; a set it refuses counts as not making room.
+	Allowed func(victims []int) bool
 }
 
 // Result is the chosen victims, or why there are none.
@@ -118,7 +121,10 @@ func Search(p Problem) Result {
 	for i := range p.Units {
 		t.take(i)
 	}
-	if !t.fits() {
+	t.anySet = true
+	fitsAtAll := t.fits()
+	t.anySet = false
+	if !fitsAtAll {
 		res.Why = fmt.Sprintf("it would not fit even with all %d eligible jobs evicted", countJobs(p.Units, nil))
 		return res
 	}

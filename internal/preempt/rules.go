@@ -74,18 +74,7 @@ func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
 	for r, x := range charge {
 		after[r] += x
 	}
-	owed, within := false, true
-	for _, r := range charge.Resources() {
-		g := p.Guarantee[r]
-		if g <= 0 || charge[r] <= 0 {
-			continue
-		}
-		owed = true
-		if after[r] > g {
-			within = false
-		}
-	}
-	if owed && within {
+	if owedGuarantee(p, charge, after) {
 		for _, r := range charge.Resources() {
 			if charge[r] > 0 && v.Usage[r] > v.Guarantee[r] {
 				return ByReclaim
@@ -97,4 +86,54 @@ func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
 		return ByReclaim
 	}
 	return NotAllowed
+}
+
+// Keeps checks what a whole set of reclaim victims takes from one queue v
+// (removed, summed over the set), so that no later cycle could reclaim it
+// back: after the evictions v must keep at least its guarantee on every
+// resource the waiting job uses (when p reclaims a guarantee), or a dominant
+// share no lower than p's queue will have with the job (fair share). Both
+// sides only move toward each other, never past.
+func Keeps(p Standing, charge queue.Amounts, v Standing, removed queue.Amounts) bool {
+	vAfter := queue.Amounts{}
+	for r, x := range v.Usage {
+		vAfter[r] = x
+	}
+	for r, x := range removed {
+		vAfter[r] -= x
+	}
+	pAfter := queue.Amounts{}
+	for r, x := range p.Usage {
+		pAfter[r] = x
+	}
+	for r, x := range charge {
+		pAfter[r] += x
+	}
+	keepsGuarantee := true
+	for _, r := range charge.Resources() {
+		if charge[r] > 0 && vAfter[r] < v.Guarantee[r] {
+			keepsGuarantee = false
+		}
+	}
+	if keepsGuarantee && owedGuarantee(p, charge, pAfter) {
+		return true
+	}
+	return queue.DominantShare(pAfter, p.Fair) <= queue.DominantShare(vAfter, v.Fair)
+}
+
+// owedGuarantee: the job keeps p's queue within its guarantee on every
+// guaranteed resource it uses, and uses at least one.
+func owedGuarantee(p Standing, charge, after queue.Amounts) bool {
+	owed := false
+	for _, r := range charge.Resources() {
+		g := p.Guarantee[r]
+		if g <= 0 || charge[r] <= 0 {
+			continue
+		}
+		if after[r] > g {
+			return false
+		}
+		owed = true
+	}
+	return owed
 }

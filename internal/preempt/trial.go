@@ -22,6 +22,9 @@ type trial struct {
 	mask   cluster.ModelMask
 	size   int64
 	bounds []float64
+	// anySet skips Allowed: the first test, with every unit out, asks only
+	// whether room could be made at all.
+	anySet bool
 }
 
 func newTrial(p *Problem, res *Result) *trial {
@@ -105,6 +108,17 @@ func (t *trial) fits() bool {
 		return false
 	}
 	t.res.Evaluations++
+	if t.p.Allowed != nil && !t.anySet {
+		var set []int
+		for i, in := range t.taken {
+			if in {
+				set = append(set, i)
+			}
+		}
+		if !t.p.Allowed(set) {
+			return false
+		}
+	}
 	if r := t.placer.PlaceGang(t.p.Gang); r.Failure != nil {
 		return false
 	}
