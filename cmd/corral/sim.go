@@ -54,8 +54,9 @@ Clusters: ` + strings.Join(trace.Presets(), ", ") + `, "dgx-h100:blocks=B,racks=
 Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, or a trace file (.csv, .yaml).
 Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, team-b, team-c, each guaranteed a quarter
           of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
-Policies: corral, spread, binpack, and corral-newest (corral placing, victims
-          chosen by lowest priority then newest, as peer schedulers do).
+Policies: corral, spread, binpack; for preemption reports corral-newest (corral
+          placing, victims chosen by lowest priority then newest, as peer
+          schedulers do, no consolidation) and corral-nomove (no consolidation).
 Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
            replay (submit and finish in time). The default is fgd for openb traces
            and replay otherwise.`,

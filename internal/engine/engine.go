@@ -31,17 +31,21 @@ const (
 // preemption reports, not in Policies (default runs leave it out).
 const CorralNewest Policy = "corral-newest"
 
+// CorralNoMove is corral without consolidation moves: an ablation for
+// preemption reports.
+const CorralNoMove Policy = "corral-nomove"
+
 // Policies lists every policy in report order.
 var Policies = []Policy{Corral, Spread, Binpack}
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range append(Policies, CorralNewest) {
+	for _, p := range append(Policies, CorralNewest, CorralNoMove) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, corral-newest)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, corral-newest, corral-nomove)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -84,6 +88,9 @@ type Config struct {
 	// PreemptBudget caps the placements one cycle tries while searching
 	// for victims; zero means DefaultPreemptBudget.
 	PreemptBudget int
+	// NoConsolidation turns consolidation moves off (preemption and
+	// reclaim stay).
+	NoConsolidation bool
 }
 
 // Engine runs cycles. Besides configuration it keeps only a memo of a pure
@@ -105,8 +112,11 @@ func New(cfg Config) *Engine {
 		cfg.Orderer = PriorityFIFO{}
 	}
 	name := cfg.Policy
-	if cfg.Policy == CorralNewest {
+	switch cfg.Policy {
+	case CorralNewest:
 		cfg.Policy, cfg.Preemption = Corral, PreemptNewest
+	case CorralNoMove:
+		cfg.Policy, cfg.NoConsolidation = Corral, true
 	}
 	if cfg.Preemption == "" {
 		cfg.Preemption = PreemptLeastLost

@@ -59,9 +59,11 @@ const (
 	// cheapest proven set.
 	LeastLost Strategy = iota
 	// LowestPriorityNewest is the peers' policy, kept as a baseline: victims
-	// in order of lowest priority, then newest start, over the whole
-	// cluster, until the gang fits, then the ones it did not need are put
-	// back (last taken first).
+	// in order of lowest priority, then newest start, until the gang fits,
+	// then the ones it did not need are put back (last taken first). It
+	// searches the same topology domains as LeastLost (tightest level
+	// first) and keeps the first set that makes room: only the choice of
+	// victims differs.
 	LowestPriorityNewest
 )
 
@@ -144,22 +146,26 @@ func Search(p Problem) Result {
 	}
 	switch p.Strategy {
 	case LowestPriorityNewest:
-		order := make([]int, len(p.Units))
-		for i := range order {
-			order[i] = i
+		// The same domains, tightest level first then in topology order,
+		// each filled lowest priority and newest first; the first domain
+		// that makes room wins, whatever it costs.
+		for _, sc := range t.scopesInTopologyOrder() {
+			if res.GaveUp || bestSet != nil {
+				break
+			}
+			order := append([]int(nil), sc.order...)
+			sort.SliceStable(order, func(a, b int) bool {
+				ua, ub := &p.Units[order[a]], &p.Units[order[b]]
+				if ua.Priority != ub.Priority {
+					return ua.Priority < ub.Priority
+				}
+				if !ua.Start.Equal(ub.Start) {
+					return ua.Start.After(ub.Start)
+				}
+				return order[a] < order[b]
+			})
+			try(order, sc.need, sc.freed, reverse)
 		}
-		sort.SliceStable(order, func(a, b int) bool {
-			ua, ub := &p.Units[order[a]], &p.Units[order[b]]
-			if ua.Priority != ub.Priority {
-				return ua.Priority < ub.Priority
-			}
-			if !ua.Start.Equal(ub.Start) {
-				return ua.Start.After(ub.Start)
-			}
-			return order[a] < order[b]
-		})
-		sc := t.scope(0)
-		try(order, sc.need, sc.freed, reverse)
 	default:
 		for _, sc := range t.scopes() {
 			if res.GaveUp {

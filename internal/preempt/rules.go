@@ -89,11 +89,12 @@ func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
 }
 
 // Keeps checks what a whole set of reclaim victims takes from one queue v
-// (removed, summed over the set), so that no later cycle could reclaim it
-// back: after the evictions v must keep at least its guarantee on every
-// resource the waiting job uses (when p reclaims a guarantee), or a dominant
-// share no lower than p's queue will have with the job (fair share). Both
-// sides only move toward each other, never past.
+// (removed, summed over the set), so that reclaim does not set off more
+// reclaim: after the evictions v must keep at least its guarantee on every
+// resource the waiting job uses (when p reclaims a guarantee), or at least
+// its fair share, with a dominant share no lower than p's queue will have
+// with the job (fair share). A queue reclaim took from is thus never owed
+// anything, and the two sides only move toward each other, never past.
 func Keeps(p Standing, charge queue.Amounts, v Standing, removed queue.Amounts) bool {
 	vAfter := queue.Amounts{}
 	for r, x := range v.Usage {
@@ -118,7 +119,8 @@ func Keeps(p Standing, charge queue.Amounts, v Standing, removed queue.Amounts) 
 	if keepsGuarantee && owedGuarantee(p, charge, pAfter) {
 		return true
 	}
-	return queue.DominantShare(pAfter, p.Fair) <= queue.DominantShare(vAfter, v.Fair)
+	vShare := queue.DominantShare(vAfter, v.Fair)
+	return vShare >= 1 && queue.DominantShare(pAfter, p.Fair) <= vShare
 }
 
 // owedGuarantee: the job keeps p's queue within its guarantee on every

@@ -108,16 +108,8 @@ func (t *trial) fits() bool {
 		return false
 	}
 	t.res.Evaluations++
-	if t.p.Allowed != nil && !t.anySet {
-		var set []int
-		for i, in := range t.taken {
-			if in {
-				set = append(set, i)
-			}
-		}
-		if !t.p.Allowed(set) {
-			return false
-		}
+	if !t.anySet && !t.allowed() {
+		return false
 	}
 	if r := t.placer.PlaceGang(t.p.Gang); r.Failure != nil {
 		return false
@@ -153,6 +145,16 @@ func (t *trial) greedy(order []int, need int64, freed map[int]int64, pruneOrder 
 		}
 		was := append([]bool(nil), t.taken...)
 		t.take(u)
+		if !t.allowed() {
+			// A victim the rules refuse in this set is skipped, not taken:
+			// taking more can only make the set worse.
+			for i, now := range t.taken {
+				if now && !was[i] {
+					t.put(i)
+				}
+			}
+			continue
+		}
 		for i, now := range t.taken {
 			if now && !was[i] {
 				taken = append(taken, i)
@@ -198,6 +200,20 @@ func (t *trial) greedy(order []int, need int64, freed map[int]int64, pruneOrder 
 		}
 	}
 	return set, cost, true
+}
+
+// allowed asks Problem.Allowed about the set taken now (no placement).
+func (t *trial) allowed() bool {
+	if t.p.Allowed == nil {
+		return true
+	}
+	var set []int
+	for i, in := range t.taken {
+		if in {
+			set = append(set, i)
+		}
+	}
+	return t.p.Allowed(set)
 }
 
 func (t *trial) neededBy(u int) bool {
@@ -330,6 +346,19 @@ func (t *trial) scopes() []*scope {
 		if out[a].bound != out[b].bound {
 			return out[a].bound < out[b].bound
 		}
+		if out[a].level != out[b].level {
+			return out[a].level > out[b].level
+		}
+		return out[a].d < out[b].d
+	})
+	return out
+}
+
+// scopesInTopologyOrder is scopes() ordered by level (tightest first),
+// then topology order, without looking at costs.
+func (t *trial) scopesInTopologyOrder() []*scope {
+	out := t.scopes()
+	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].level != out[b].level {
 			return out[a].level > out[b].level
 		}
