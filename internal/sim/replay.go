@@ -232,7 +232,6 @@ func (r *replay) cycle(now time.Time) error {
 	}
 	r.fair.observe(plan.Queues, now)
 
-
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
 			return err
