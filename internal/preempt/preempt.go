@@ -167,6 +167,35 @@ func Search(p Problem) Result {
 			try(order, sc.need, sc.freed, reverse)
 		}
 	default:
+		// One victim alone, cheapest first: often one gang whose pods sit
+		// together beats several cheaper-per-GPU ones spread out.
+		// (A unit that needs another is tried with it: one whole job.)
+		single := func(u int) float64 {
+			c := p.Units[u].Cost
+			if n := p.Units[u].Needs; n >= 0 {
+				c += p.Units[n].Cost
+			}
+			return c
+		}
+		singles := make([]int, len(p.Units))
+		for i := range singles {
+			singles[i] = i
+		}
+		sort.SliceStable(singles, func(a, b int) bool { return single(singles[a]) < single(singles[b]) })
+		t.reset()
+		for _, u := range singles {
+			if res.GaveUp || single(u) >= best {
+				break
+			}
+			t.take(u)
+			if t.allowed() && t.fits() {
+				best, bestSet = single(u), []int{u}
+				if n := p.Units[u].Needs; n >= 0 {
+					bestSet = append(bestSet, n)
+				}
+			}
+			t.reset()
+		}
 		for _, sc := range t.scopes() {
 			if res.GaveUp {
 				break
