@@ -161,7 +161,7 @@ func TestSearchNeverTakesPartOfAnElasticMinimum(t *testing.T) {
 		want []int
 	}{
 		"one node: only the extra pod, although the minimum looks cheaper": {pods: 1, want: []int{0}},
-		"two nodes: the whole job":                                         {pods: 2, want: []int{0, 1}},
+		"two nodes: the whole job": {pods: 2, want: []int{0, 1}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
