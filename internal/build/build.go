@@ -224,6 +224,27 @@ func (b *JobBuilder) Submit(sec int64) *JobBuilder { b.j.Submit = time.Unix(sec,
 // Min sets the gang minimum.
 func (b *JobBuilder) Min(n int) *JobBuilder { b.j.MinMembers = n; return b }
 
+// Queue sets the job's queue ("" asks for the namespace's default).
+func (b *JobBuilder) Queue(q string) *JobBuilder { b.j.Queue = q; return b }
+
+// Namespace sets the namespace the job was submitted in.
+func (b *JobBuilder) Namespace(ns string) *JobBuilder { b.j.Namespace = ns; return b }
+
+// Preemptible lets the job be preempted.
+func (b *JobBuilder) Preemptible() *JobBuilder { b.j.Preemptible = true; return b }
+
+// MinRuntime protects the job from preemption for d after it starts.
+func (b *JobBuilder) MinRuntime(d time.Duration) *JobBuilder { b.j.MinRuntime = d; return b }
+
+// Checkpoint sets the checkpoint interval.
+func (b *JobBuilder) Checkpoint(d time.Duration) *JobBuilder { b.j.CheckpointInterval = d; return b }
+
+// Overhead sets the restart overhead.
+func (b *JobBuilder) Overhead(d time.Duration) *JobBuilder { b.j.RestartOverhead = d; return b }
+
+// Expected sets the expected runtime.
+func (b *JobBuilder) Expected(d time.Duration) *JobBuilder { b.j.ExpectedRuntime = d; return b }
+
 // Obj returns the job.
 func (b *JobBuilder) Obj() *workload.Job {
 	j := b.j

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
@@ -25,17 +26,26 @@ const (
 	Binpack Policy = "binpack"
 )
 
+// CorralNewest is corral with the peers' preemption: victims by lowest
+// priority, then newest, and no consolidation. It is the baseline for
+// preemption reports, not in Policies (default runs leave it out).
+const CorralNewest Policy = "corral-newest"
+
+// CorralNoMove is corral without consolidation moves: an ablation for
+// preemption reports.
+const CorralNoMove Policy = "corral-nomove"
+
 // Policies lists every policy in report order.
 var Policies = []Policy{Corral, Spread, Binpack}
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range Policies {
+	for _, p := range append(Policies, CorralNewest, CorralNoMove) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, corral-newest, corral-nomove)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -69,15 +79,28 @@ func (PriorityFIFO) Order(s *Snapshot) []int {
 // Config chooses the engine's behaviour.
 type Config struct {
 	Policy  Policy
-	Orderer Orderer // nil: PriorityFIFO
+	Orderer Orderer // nil: PriorityFIFO; unused when the snapshot has queues
+	// Aging is the wait that raises a job's priority by one inside its queue
+	// (queues only); zero means DefaultAging, negative turns aging off.
+	Aging time.Duration
+	// Preemption picks victims (corral only); "" is PreemptLeastLost.
+	Preemption Preemption
+	// PreemptBudget caps the placements one cycle tries while searching
+	// for victims; zero means DefaultPreemptBudget.
+	PreemptBudget int
+	// NoConsolidation turns consolidation moves off (preemption and
+	// reclaim stay).
+	NoConsolidation bool
 }
 
 // Engine runs cycles. Besides configuration it keeps only a memo of a pure
 // function (node fragmentation per mix), so a cycle's Plan depends on its
 // Snapshot alone. An Engine is used by one goroutine at a time.
 type Engine struct {
-	cfg  Config
-	frag placement.FragMemo
+	cfg   Config
+	name  Policy // as asked for: CorralNewest runs as Corral
+	frag  placement.FragMemo
+	trees treeCache
 }
 
 // New returns an engine for a policy.
@@ -88,18 +111,33 @@ func New(cfg Config) *Engine {
 	if cfg.Orderer == nil {
 		cfg.Orderer = PriorityFIFO{}
 	}
-	return &Engine{cfg: cfg}
+	name := cfg.Policy
+	switch cfg.Policy {
+	case CorralNewest:
+		cfg.Policy, cfg.Preemption = Corral, PreemptNewest
+	case CorralNoMove:
+		cfg.Policy, cfg.NoConsolidation = Corral, true
+	}
+	if cfg.Preemption == "" {
+		cfg.Preemption = PreemptLeastLost
+	}
+	return &Engine{cfg: cfg, name: name}
 }
 
 // Policy returns the engine's policy.
-func (e *Engine) Policy() Policy { return e.cfg.Policy }
+func (e *Engine) Policy() Policy { return e.name }
 
 // Cycle decides what to do now. It:
 //  1. copies the free capacity into a running view it alone changes,
-//  2. orders the pending jobs,
+//  2. orders the pending jobs: with queues, DRF across leaf queues (the one
+//     furthest below its fair share first) and priority with aging inside
+//     one; without, the Orderer; jobs whose queue refuses them wait,
 //  3. places each job (corral: the whole gang or nothing; baselines: pod by
-//     pod), against the running view so nothing is booked twice,
-//  4. explains every job left waiting.
+//     pod), against the running view so nothing is booked twice, within its
+//     queue's limits,
+//  4. makes room for a job that only waits for capacity by preempting,
+//     reclaiming or consolidating running jobs (corral only),
+//  5. explains every job left waiting and reports the queues.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	view := s.State.Clone()
 	var scorer placement.Scorer
@@ -120,16 +158,30 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	placer := placement.NewPlacer(view, scorer, devices)
 	var plan Plan
 	failed := map[string]Reason{}
-	for _, i := range e.cfg.Orderer.Order(s) {
+	// Queues (issue 5): resolve every job's leaf queue, usage, demand and
+	// fair shares; nil without queues. Jobs their queue refuses wait here.
+	qs := e.newQueueState(s, view)
+	var order jobOrder = &fixedOrder{idx: e.cfg.Orderer.Order(s)}
+	if qs != nil {
+		order = qs
+		plan.Pending = append(plan.Pending, qs.refusedPending(s)...)
+		plan.Stats.JobsConsidered += len(qs.refused)
+	}
+	// Preemption (issue 5): nil when nothing may be evicted.
+	room := e.newRoomMaker(s, view, placer, scorer, devices, qs, &plan.Stats)
+	for i, more := order.next(); more; i, more = order.next() {
 		pj := s.Pending[i]
 		plan.Stats.JobsConsidered++
+		leaf := qs.leafOfJob(i)
 		pods, reason, ok := resolvePods(view, pj)
 		if !ok {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
 		if e.cfg.Policy != Corral {
+			n := len(plan.Binds)
 			e.podByPod(placer, pj, pods, &plan)
+			qs.boundBinds(leaf, view, plan.Binds[n:])
 			continue
 		}
 		gang, reason, ok := gangOf(view, pj.Job, pods)
@@ -151,7 +203,13 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				}
 			}
 		}
-		key := shapeKey(gang)
+		// Queue limit, before placing (issue 5): what the job asks for would
+		// take its queue past a limit.
+		if why := qs.limitBefore(leaf, view, pj); why != "" {
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
+			continue
+		}
+		key := shapeKey(gang) + room.shapeSuffix(pj.Job, leaf)
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: an identical gang fails too.
 			plan.Stats.ShapeCacheHits++
@@ -172,6 +230,17 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		if res.Failure != nil && view.HasMIG() && planMIG(placer, pj.Job.ID, gang, s.Mix, &plan) {
 			continue
 		}
+		var evictions []Eviction
+		if res.Failure != nil {
+			// Preemption, reclaim, consolidation (issue 5): on success the
+			// job is placed on the view with the victims' capacity.
+			r2, evs, why := room.makeRoom(pj, leaf, gang, res.Failure)
+			if len(r2.Assignments) > 0 {
+				res, evictions = r2, evs
+			} else if why != "" {
+				res.Failure.Message += "; " + why
+			}
+		}
 		if res.Failure != nil {
 			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
 				Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
@@ -179,10 +248,22 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
+		// Queue limit, once the GPU models are known (issue 5).
+		if why := qs.limitAfter(leaf, view, res.Assignments); why != "" && len(evictions) == 0 {
+			placer.Undo()
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
+			continue
+		}
+		qs.bound(leaf, view, res.Assignments)
+		plan.Evictions = append(plan.Evictions, evictions...)
 		placer.Commit()
 		plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
+	}
+	// Queue status (issue 5): every queue's standing after the cycle.
+	if qs != nil {
+		plan.Queues = qs.statuses(s, view, plan.Pending)
 	}
 	return plan
 }

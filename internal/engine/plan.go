@@ -168,4 +168,13 @@ type CycleStats struct {
 	JobsPlaced     int
 	PodsPlaced     int
 	ShapeCacheHits int // jobs skipped because an identical shape already failed this cycle
+
+	// Preemption: searches run, placements they tried, searches that ran out
+	// of budget (their jobs keep waiting; the reason says so), and
+	// evictions decided (consolidation moves included).
+	PreemptSearches    int
+	PreemptEvaluations int
+	PreemptGaveUp      int
+	Evictions          int
+	Consolidations     int
 }

@@ -49,6 +49,11 @@ func (p *Placer) rollback(m int) {
 // Commit forgets the rollback log: what was placed stays placed.
 func (p *Placer) Commit() { p.log = p.log[:0] }
 
+// Undo releases everything placed since the last Commit. The engine uses it
+// when a placement that fits must still be refused (a queue limit), and
+// preemption uses it to test a placement without keeping it.
+func (p *Placer) Undo() { p.rollback(0) }
+
 // canHost is the exact per-node feasibility check for one pod.
 func canHost(s *cluster.State, n int, r *PodReq) bool {
 	if !s.Schedulable(n) || s.FreeCPU(n) < r.CPUMilli || s.FreeMem(n) < r.MemMiB {

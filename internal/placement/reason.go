@@ -16,6 +16,12 @@ const (
 	// NeverFits: no domain could hold the job even on an empty cluster, so
 	// waiting or preempting would only lose work.
 	NeverFits
+	// WaitQuota: the job fits the cluster but its queue (or an ancestor)
+	// would exceed its limit; it waits for the queue's own jobs to end.
+	WaitQuota
+	// Refused: the job's queue does not exist, is not a leaf, or does not
+	// admit the job's namespace. It is never scheduled until that changes.
+	Refused
 )
 
 func (v Verdict) String() string {
@@ -24,6 +30,10 @@ func (v Verdict) String() string {
 		return "WaitFree"
 	case NeverFits:
 		return "NeverFits"
+	case WaitQuota:
+		return "WaitQuota"
+	case Refused:
+		return "Refused"
 	}
 	return "Unknown"
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -95,15 +96,16 @@ type replay struct {
 	rej        []Rejection
 	running    []int // job indexes holding a started gang, in start order
 	recycles   int   // nested cycles run at one instant after re-partitions
+	fair       *fairness
 }
 
 // maxRecycles bounds the cycles run at one instant because re-partitions
 // were applied; each one re-partitions an idle GPU, so a handful suffice.
 const maxRecycles = 8
 
-func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
+func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []queue.Spec, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
-		capacity: state.CapacityMilli(), loc: newLocality(state)}
+		capacity: state.CapacityMilli(), loc: newLocality(state), fair: newFairness(queues, jobs)}
 	for i, j := range jobs {
 		r.jobs = append(r.jobs, &jobRun{job: j, bound: map[workload.PodRef]engine.PodBind{}, running: -1})
 		r.byID[j.ID] = i
@@ -140,6 +142,8 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 			if err := r.cycle(now); err != nil {
 				return r.rej, err
 			}
+		} else if changed {
+			r.fair.satisfied(now) // nothing waits: every queue has what it asks for
 		}
 		r.sample(now)
 		if cfg.Progress != nil && processed%64 == 0 {
@@ -170,6 +174,7 @@ func (r *replay) advance(now time.Time) {
 	if w := until.Sub(r.lastT).Seconds(); w > 0 {
 		r.area += float64(r.allocated) * w
 		r.usefulArea += float64(r.useful) * w
+		r.fair.advance(w)
 	}
 	if dt > 0 {
 		for _, i := range r.pending {
@@ -193,7 +198,7 @@ func (r *replay) sample(now time.Time) {
 }
 
 func (r *replay) cycle(now time.Time) error {
-	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now}
+	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs()}
 	for _, i := range r.pending {
 		jr := r.jobs[i]
 		pj := engine.PendingJob{Job: jr.job.Job}
@@ -207,7 +212,7 @@ func (r *replay) cycle(now time.Time) error {
 		snap.Pending = append(snap.Pending, pj)
 	}
 	for _, i := range r.running {
-		snap.Running = append(snap.Running, r.runningJob(r.jobs[i]))
+		snap.Running = append(snap.Running, r.runningJob(r.jobs[i], now))
 	}
 	t0 := r.cfg.Clock()
 	plan := r.eng.Cycle(snap)
@@ -221,10 +226,20 @@ func (r *replay) cycle(now time.Time) error {
 		if err := r.evict(ev, now); err != nil {
 			return err
 		}
+		switch ev.Cause {
+		case engine.CausePreempt:
+			r.res.Summary.Preempted++
+		case engine.CauseReclaim:
+			r.res.Summary.Reclaimed++
+		case engine.CauseConsolidate:
+			r.res.Summary.Consolidated++
+		}
 	}
 	if err := repartition(r.state, plan, r.res); err != nil {
 		return err
 	}
+	r.fair.observe(plan.Queues, now)
+
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
 			return err
@@ -243,7 +258,7 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	for _, p := range plan.Pending {
-		if p.Reason.Verdict != placement.NeverFits {
+		if p.Reason.Verdict != placement.NeverFits && p.Reason.Verdict != placement.Refused {
 			continue
 		}
 		jr := r.jobs[r.byID[p.Job]]
@@ -297,11 +312,24 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	}
 }
 
-// runningJob is the engine's view of a started job.
-func (r *replay) runningJob(jr *jobRun) engine.RunningJob {
+// runningJob is the engine's view of a started job. The simulated training
+// loop reports its last checkpoint, as the corral.dev/last-checkpoint
+// annotation does in a cluster.
+func (r *replay) runningJob(jr *jobRun, now time.Time) engine.RunningJob {
 	rj := engine.RunningJob{Job: jr.job.Job, Start: jr.start}
 	for _, ref := range sortedRefs(jr.bound) {
 		rj.Pods = append(rj.Pods, jr.bound[ref])
+	}
+	if saved, _ := r.progress(jr, now); saved > 0 {
+		overhead := time.Duration(0)
+		if jr.restarts > 0 {
+			overhead = jr.job.RestartOverhead
+		}
+		slow := jr.slow
+		if slow <= 0 {
+			slow = 1
+		}
+		rj.LastCheckpoint = jr.start.Add(overhead + time.Duration(float64(saved)*slow))
 	}
 	return rj
 }
@@ -357,7 +385,14 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	milli := jr.job.GPUMilli()
 	saved, lost := r.progress(jr, now)
 	jr.workDone += saved
-	r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
+	lostHours := float64(milli) / workload.MilliPerGPU * lost.Hours()
+	r.res.Summary.GPUHoursLost += lostHours
+	switch ev.Cause {
+	case engine.CausePreempt, engine.CauseReclaim:
+		r.res.Summary.GPUHoursLostPreemption += lostHours
+	case engine.CauseConsolidate:
+		r.res.Summary.GPUHoursLostConsolidation += lostHours
+	}
 	r.res.Summary.JobsRestarted++
 	jr.restarts++
 	jr.epoch++
@@ -434,6 +469,7 @@ func (r *replay) summarise() {
 		}
 	}
 	s.MakespanS = r.lastT.Sub(r.first).Seconds()
+	r.fair.summarise(s, r.lastArr.Sub(r.first).Seconds())
 	if span := r.lastArr.Sub(r.first).Seconds(); span > 0 && r.capacity > 0 {
 		s.UtilizationPct = 100 * r.usefulArea / (span * float64(r.capacity))
 		s.AllocatedPct = 100 * r.area / (span * float64(r.capacity))

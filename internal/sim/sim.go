@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -54,6 +55,8 @@ type Input struct {
 	Nodes       []cluster.Node
 	TraceName   string
 	Jobs        []Job
+	// Queues is the queue tree the engine sees (replay); empty: no queues.
+	Queues []queue.Spec
 }
 
 // Config is one run's settings.
@@ -104,7 +107,7 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	case FGD, FGDOffline:
 		rej, err = runFGD(state, eng, in.Jobs, cfg, &res)
 	case Replay:
-		rej, err = runReplay(state, eng, in.Jobs, cfg, &res)
+		rej, err = runReplay(state, eng, in.Jobs, in.Queues, cfg, &res)
 	default:
 		err = fmt.Errorf("unknown protocol %q", cfg.Protocol)
 	}
