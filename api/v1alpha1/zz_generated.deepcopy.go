@@ -5,7 +5,8 @@
 package v1alpha1
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -157,7 +158,7 @@ func (in *TopologyStatus) DeepCopyInto(out *TopologyStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]v1.Condition, len(*in))
+		*out = make([]metav1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
@@ -172,4 +173,88 @@ func (in *TopologyStatus) DeepCopy() *TopologyStatus {
 	out := new(TopologyStatus)
 	in.DeepCopyInto(out)
 	return out
+}
+
+// TEMPORARY (hand-written until controller-gen is built; `make generate` replaces it).
+
+func (in *Queue) DeepCopyInto(out *Queue) {
+	*out = *in
+	out.TypeMeta = in.TypeMeta
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	in.Spec.DeepCopyInto(&out.Spec)
+	in.Status.DeepCopyInto(&out.Status)
+}
+
+func (in *Queue) DeepCopy() *Queue {
+	if in == nil {
+		return nil
+	}
+	out := new(Queue)
+	in.DeepCopyInto(out)
+	return out
+}
+
+func (in *Queue) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *QueueList) DeepCopyInto(out *QueueList) {
+	*out = *in
+	out.TypeMeta = in.TypeMeta
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	if in.Items != nil {
+		out.Items = make([]Queue, len(in.Items))
+		for i := range in.Items {
+			in.Items[i].DeepCopyInto(&out.Items[i])
+		}
+	}
+}
+
+func (in *QueueList) DeepCopy() *QueueList {
+	if in == nil {
+		return nil
+	}
+	out := new(QueueList)
+	in.DeepCopyInto(out)
+	return out
+}
+
+func (in *QueueList) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *QueueSpec) DeepCopyInto(out *QueueSpec) {
+	*out = *in
+	if in.Resources != nil {
+		out.Resources = make([]QueueResource, len(in.Resources))
+		for i := range in.Resources {
+			in.Resources[i].DeepCopyInto(&out.Resources[i])
+		}
+	}
+	if in.Weight != nil {
+		x := in.Weight.DeepCopy()
+		out.Weight = &x
+	}
+	out.Namespaces = append([]string(nil), in.Namespaces...)
+	out.DefaultForNamespaces = append([]string(nil), in.DefaultForNamespaces...)
+}
+
+func (in *QueueResource) DeepCopyInto(out *QueueResource) {
+	*out = *in
+	for _, p := range []**resource.Quantity{&out.Guaranteed, &out.Limit, &out.Weight} {
+		if *p != nil {
+			x := (*p).DeepCopy()
+			*p = &x
+		}
+	}
+}
+
+func (in *QueueStatus) DeepCopyInto(out *QueueStatus) {
+	*out = *in
+	out.Allocated = in.Allocated.DeepCopy()
+	out.FairShare = in.FairShare.DeepCopy()
+	out.Pending = in.Pending.DeepCopy()
+	out.Borrowed = in.Borrowed.DeepCopy()
+	if in.Conditions != nil {
+		out.Conditions = make([]metav1.Condition, len(in.Conditions))
+		for i := range in.Conditions {
+			in.Conditions[i].DeepCopyInto(&out.Conditions[i])
+		}
+	}
 }
