@@ -472,7 +472,7 @@ func TestQueueCRD(t *testing.T) {
 		"spec":       {spec, []string{"!has(self.defaultForNamespaces) || !has(self.namespaces) || self.defaultForNamespaces.all(n, n in self.namespaces)"}},
 		"resource":   {item, []string{"!has(self.limit) || !has(self.guaranteed) || quantity(string(self.limit)).compareTo(quantity(string(self.guaranteed))) >= 0"}},
 		"weight":     {append(append([]string(nil), item...), "properties", "weight"), []string{"quantity(string(self)).isGreaterThan(quantity('0'))"}},
-		"guaranteed": {append(append([]string(nil), item...), "properties", "guaranteed"), []string{"quantity(string(self)).sign() >= 0"}},
+		"guaranteed": {append(append([]string(nil), item...), "properties", "guaranteed"), []string{"!quantity(string(self)).isLessThan(quantity('0'))"}},
 	}
 	for name, c := range checks {
 		if diff := cmp.Diff(c.want, rules(c.path...)); diff != "" {

@@ -87,6 +87,8 @@ type QueueSpec struct {
 	// every resource that Resources gives no weight. Default 1.
 	//
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="weight must be positive"
 	Weight *resource.Quantity `json:"weight,omitempty"`
 
@@ -144,20 +146,26 @@ type QueueResource struct {
 	// it is lent to other queues. Default 0.
 	//
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() >= 0",message="guaranteed must not be negative"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="guaranteed must not be negative"
 	Guaranteed *resource.Quantity `json:"guaranteed,omitempty"`
 
 	// Limit caps what the queue (with every queue below it) may hold,
 	// borrowing included. Absent: unlimited.
 	//
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).sign() >= 0",message="limit must not be negative"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!quantity(string(self)).isLessThan(quantity('0'))",message="limit must not be negative"
 	Limit *resource.Quantity `json:"limit,omitempty"`
 
 	// Weight is the queue's part of this resource's spare capacity among its
 	// siblings. Default: spec.weight, else 1.
 	//
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="weight must be positive"
 	Weight *resource.Quantity `json:"weight,omitempty"`
 }
