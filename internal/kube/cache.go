@@ -323,9 +323,9 @@ func (c *Cache) readTopology() (names []string, labelOf map[string]string, chose
 // readQueues reads the Queue objects. One that does not decode is kept by
 // name and parent, with the error, so that its status can say why it is
 // left out.
-func (c *Cache) readQueues() *queueSet {
+func (c *Cache) readQueues(models []string) *queueSet {
 	if c.queues == nil {
-		return newQueueSet(nil, nil, c.cfg.gpuResource)
+		return newQueueSet(nil, nil, c.cfg.gpuResource, models)
 	}
 	var objs []*v1alpha1.Queue
 	unreadable := map[string]string{}
@@ -340,7 +340,7 @@ func (c *Cache) readQueues() *queueSet {
 		}
 		objs = append(objs, &q)
 	}
-	return newQueueSet(objs, unreadable, c.cfg.gpuResource)
+	return newQueueSet(objs, unreadable, c.cfg.gpuResource, models)
 }
 
 // lookup implements groupLookup over the informer stores.

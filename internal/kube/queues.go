@@ -13,9 +13,9 @@ import (
 	"github.com/corral-dev/corral/internal/queue"
 )
 
-// anyGPU is the queue resource of GPUs of any model: what a Queue's
-// spec.resources calls the scheduler's GPU resource (nvidia.com/gpu). Like
-// gpu/<model> it is counted in GPU-milli.
+// anyGPU is the queue resource a Queue's GPU resource (nvidia.com/gpu)
+// maps to while the cluster has no GPU yet: nothing is charged to it. With
+// one GPU model it maps to gpu/<model>; with several, it is ambiguous.
 const anyGPU queue.Resource = "gpu"
 
 // maxQueueAmount bounds a quantity in a Queue (in its user unit), so that
@@ -50,14 +50,17 @@ func (qs *queueSet) enabled() bool { return qs != nil && len(qs.names) > 0 }
 //
 // unreadable maps a Queue the informer holds but which does not decode (a
 // malformed quantity) to the decoding error; objs holds its name and parent.
-func newQueueSet(objs []*v1alpha1.Queue, unreadable map[string]string, gpuResource string) *queueSet {
+//
+// models lists the cluster's GPU models: the scheduler's GPU resource
+// (nvidia.com/gpu) in a Queue means GPUs of the cluster's one model.
+func newQueueSet(objs []*v1alpha1.Queue, unreadable map[string]string, gpuResource string, models []string) *queueSet {
 	qs := &queueSet{problems: map[string][]string{}, defaults: map[string][]string{}}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Name < objs[j].Name })
 	parent := map[string]string{}
 	var all []queue.Spec
 	for _, o := range objs {
 		qs.names = append(qs.names, o.Name)
-		s, probs := queueSpec(o, gpuResource)
+		s, probs := queueSpec(o, gpuResource, models)
 		parent[o.Name] = s.Parent
 		if why, bad := unreadable[o.Name]; bad {
 			probs = append([]string{why}, probs...)
@@ -105,7 +108,7 @@ func badAncestor(name string, parent map[string]string, problems map[string][]st
 // queueSpec converts one Queue. Values the API server's validation should
 // have refused (where it was bypassed: an older CRD, a file) are problems,
 // never panics.
-func queueSpec(o *v1alpha1.Queue, gpuResource string) (queue.Spec, []string) {
+func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Spec, []string) {
 	var probs []string
 	s := queue.Spec{
 		Name:       o.Name,
@@ -140,7 +143,7 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string) (queue.Spec, []string) {
 	}
 	seen := map[queue.Resource]string{}
 	for _, qr := range o.Spec.Resources {
-		r, unit, err := queueResource(qr.Name, gpuResource)
+		r, unit, err := queueResource(qr.Name, gpuResource, models)
 		if err != nil {
 			probs = append(probs, fmt.Sprintf("resource %q: %v", qr.Name, err))
 			continue
@@ -233,7 +236,9 @@ func (u unit) quantity(v int64) resource.Quantity {
 }
 
 // queueResource maps a Queue's resource name to the engine's name and unit.
-func queueResource(name, gpuResource string) (queue.Resource, unit, error) {
+// The engine charges GPUs per model, so the scheduler's GPU resource is
+// the cluster's one model, and ambiguous when there are several.
+func queueResource(name, gpuResource string, models []string) (queue.Resource, unit, error) {
 	switch {
 	case name == "" || name == string(queue.AllResources):
 		return "", 0, fmt.Errorf("not a resource name")
@@ -242,7 +247,14 @@ func queueResource(name, gpuResource string) (queue.Resource, unit, error) {
 	case name == string(corev1.ResourceMemory):
 		return queue.Memory, unitMiB, nil
 	case name == gpuResource:
-		return anyGPU, unitMilli, nil
+		switch len(models) {
+		case 0:
+			return anyGPU, unitMilli, nil
+		case 1:
+			return queue.GPU(models[0]), unitMilli, nil
+		}
+		return "", 0, fmt.Errorf("the cluster has GPUs of %d models (%s): give the quota per model, as gpu/<model>",
+			len(models), strings.Join(models, ", "))
 	case strings.HasPrefix(name, "gpu/"):
 		model := strings.TrimPrefix(name, "gpu/")
 		if model == "" || strings.Contains(model, "/") {

@@ -56,9 +56,10 @@ func (b *queueB) obj() *v1alpha1.Queue { q := b.q; return &q }
 
 func TestQueueSpec(t *testing.T) {
 	cases := map[string]struct {
-		q     *v1alpha1.Queue
-		want  queue.Spec
-		probs []string
+		q      *v1alpha1.Queue
+		models []string // the cluster's GPU models
+		want   queue.Spec
+		probs  []string
 	}{
 		"every unit": {
 			q: queueObj("a").parent("org").
@@ -69,6 +70,23 @@ func TestQueueSpec(t *testing.T) {
 				Guarantee: queue.Amounts{"gpu/H100": 8000, "gpu": 500, "cpu": 4000, "memory": 1024, "example.com/fpga": 2},
 				Limit:     queue.Amounts{"gpu/H100": 16000, "cpu": 8500, "memory": 1500},
 				Weight:    map[queue.Resource]float64{"*": 2, "gpu/H100": 3}},
+		},
+		"nvidia.com/gpu is the cluster's one model": {
+			q:      queueObj("a").res("nvidia.com/gpu", "4", "8", "").obj(),
+			models: []string{"A100"},
+			want:   queue.Spec{Name: "a", Guarantee: queue.Amounts{"gpu/A100": 4000}, Limit: queue.Amounts{"gpu/A100": 8000}},
+		},
+		"nvidia.com/gpu with several models": {
+			q:      queueObj("a").res("nvidia.com/gpu", "4", "", "").obj(),
+			models: []string{"A100", "H100"},
+			want:   queue.Spec{Name: "a"},
+			probs:  []string{`resource "nvidia.com/gpu": the cluster has GPUs of 2 models (A100, H100): give the quota per model, as gpu/<model>`},
+		},
+		"nvidia.com/gpu and its model": {
+			q:      queueObj("a").res("nvidia.com/gpu", "4", "", "").res("gpu/H100", "2", "", "").obj(),
+			models: []string{"H100"},
+			want:   queue.Spec{Name: "a", Guarantee: queue.Amounts{"gpu/H100": 4000}},
+			probs:  []string{`resources "nvidia.com/gpu" and "gpu/H100" name the same resource`},
 		},
 		"memory rounds up to MiB": {
 			q:    queueObj("a").res("memory", "1M", "", "").obj(),
@@ -124,7 +142,7 @@ func TestQueueSpec(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, probs := queueSpec(tc.q, "nvidia.com/gpu")
+			got, probs := queueSpec(tc.q, "nvidia.com/gpu", tc.models)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("spec (-want +got):\n%s", diff)
 			}
@@ -145,7 +163,7 @@ func TestQueueSetProblems(t *testing.T) {
 		queueObj("orphan").parent("nope").obj(),
 		queueObj("ok").obj(),
 	}
-	qs := newQueueSet(objs, map[string]string{"ok": "the spec does not decode: bad"}, "nvidia.com/gpu")
+	qs := newQueueSet(objs, map[string]string{"ok": "the spec does not decode: bad"}, "nvidia.com/gpu", nil)
 	want := map[string][]string{
 		"broken":       {`resource "cpu" guaranteed -1: must not be negative`},
 		"under-broken": {`left out with its ancestor "broken", which is invalid`},
@@ -177,7 +195,7 @@ func TestQueueResolve(t *testing.T) {
 		queueObj("team-c").defaultFor("ns-both").obj(),
 		queueObj("default").obj(),
 		queueObj("bad").res("cpu", "-1", "", "").obj(),
-	}, nil, "nvidia.com/gpu")
+	}, nil, "nvidia.com/gpu", nil)
 	type want struct {
 		queue  string
 		reason string
@@ -211,12 +229,12 @@ func TestQueueResolve(t *testing.T) {
 	}
 
 	// Without a default queue at all, the message says so.
-	qs = newQueueSet([]*v1alpha1.Queue{queueObj("team-a").obj()}, nil, "nvidia.com/gpu")
+	qs = newQueueSet([]*v1alpha1.Queue{queueObj("team-a").obj()}, nil, "nvidia.com/gpu", nil)
 	if _, ref := qs.resolve("", "ns"); ref == nil || ref.reason != "NoDefault" {
 		t.Errorf("no default queue: refusal %+v", ref)
 	}
 	// Without Queue objects, queues are off.
-	qs = newQueueSet(nil, nil, "nvidia.com/gpu")
+	qs = newQueueSet(nil, nil, "nvidia.com/gpu", nil)
 	if q, ref := qs.resolve("anything", "ns"); q != "anything" || ref != nil {
 		t.Errorf("queues off: %q %+v", q, ref)
 	}
@@ -243,7 +261,7 @@ func TestQueueStatuses(t *testing.T) {
 	qs := newQueueSet([]*v1alpha1.Queue{
 		queueObj("a").res("gpu/H100", "8", "", "").obj(),
 		queueObj("orphan").parent("nope").obj(),
-	}, nil, "nvidia.com/gpu")
+	}, nil, "nvidia.com/gpu", nil)
 	got := queueStatuses(qs, []engine.QueueStatus{{Name: "a", Allocated: queue.Amounts{"gpu/H100": 4000}, FairShare: queue.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu")
 	a := got["a"]
 	if c := a.Conditions[0]; c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.QueueReasonActive {
@@ -332,7 +350,7 @@ func TestExampleQueues(t *testing.T) {
 		}
 		objs = append(objs, &q)
 	}
-	qs := newQueueSet(objs, nil, "nvidia.com/gpu")
+	qs := newQueueSet(objs, nil, "nvidia.com/gpu", nil)
 	if len(qs.problems) > 0 || len(qs.specs) != 4 {
 		t.Fatalf("problems %v, %d specs", qs.problems, len(qs.specs))
 	}

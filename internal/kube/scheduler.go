@@ -448,13 +448,21 @@ func onAny(gb engine.GangBind, nodes map[string]bool) bool {
 }
 
 // pendingCondition turns the engine's reason for a waiting job into the
-// PodScheduled=False reason and message. Every engine verdict maps here;
-// a verdict this adapter does not know yet is still shown, as Unschedulable
-// with the engine's own message.
+// PodScheduled=False reason and message. A job its queue refuses, or one
+// held by its queue's limit, is not Unschedulable: more nodes would not
+// help it, and autoscalers read that reason. A verdict this adapter does
+// not know is still shown, as Unschedulable with the engine's message.
+//
+// Verdicts are matched by name so that this file builds before and after
+// the engine gains its queue verdicts (WaitQuota, Refused).
 func pendingCondition(r engine.Reason) (reason, message string) {
-	switch r.Verdict {
-	case placement.NeverFits:
+	switch r.Verdict.String() {
+	case placement.NeverFits.String():
 		return ReasonUnschedulable, "never fits: " + r.Message
+	case "WaitQuota":
+		return ReasonQueueLimit, r.Message
+	case "Refused":
+		return ReasonQueueRefused, r.Message
 	default:
 		return ReasonUnschedulable, r.Message
 	}

@@ -167,7 +167,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	w.warnings = append(w.warnings, warns...)
 
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
-	w.queues = c.readQueues()
+	w.queues = c.readQueues(state.Models())
 	var mix placement.MixCounter
 	snap := &engine.Snapshot{State: state, Now: now, Queues: w.queues.specs}
 	for _, kj := range w.jobs {
