@@ -65,7 +65,7 @@ func TestPreemptionsHold(t *testing.T) {
 
 func TestPendingCondition(t *testing.T) {
 	cases := map[string]struct {
-		r                 engine.Reason
+		r               engine.Reason
 		reason, message string
 	}{
 		"waits":       {engine.Reason{Verdict: placement.WaitFree, Message: "no room"}, ReasonUnschedulable, "no room"},
