@@ -375,6 +375,16 @@ func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
 		}
 		return true, ""
 	})
+	// The owner's status shows what it holds and its fair share.
+	eventually(t, 30*time.Second, "the owner Queue's status", func() (bool, string) {
+		u, err := c.Dynamic.Resource(queueGVR).Get(ctx, "owner", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		alloc, _, _ := unstructured.NestedString(u.Object, "status", "allocated", "gpu/H100")
+		fair, _, _ := unstructured.NestedString(u.Object, "status", "fairShare", "gpu/H100")
+		return alloc == "4" && fair != "", fmt.Sprintf("allocated %q, fair share %q", alloc, fair)
+	})
 	eventually(t, 30*time.Second, "a Reclaimed event on the victim naming the preemptor", func() (bool, string) {
 		evs, err := c.Client.EventsV1().Events(nsBorrow).List(ctx, metav1.ListOptions{})
 		if err != nil {
