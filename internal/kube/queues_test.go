@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -359,5 +361,38 @@ func TestExampleQueues(t *testing.T) {
 	}
 	if _, ref := qs.resolve("team-a", "team-b"); ref == nil || ref.reason != "NamespaceDenied" {
 		t.Errorf("team-b submitting to team-a: %+v", ref)
+	}
+}
+
+func TestQueueMetrics(t *testing.T) {
+	m := newQueueMetrics()
+	qs := newQueueSet([]*v1alpha1.Queue{queueObj("a").obj(), queueObj("orphan").parent("nope").obj()}, nil, "nvidia.com/gpu", nil)
+	m.set(queueStatuses(qs, []engine.QueueStatus{{Name: "a",
+		Allocated: queue.Amounts{"gpu/H100": 2500, "memory": 1024}, FairShare: queue.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu"))
+	for _, c := range []struct {
+		g    *prometheus.GaugeVec
+		lv   []string
+		want float64
+	}{
+		{m.allocated, []string{"a", "gpu/H100"}, 2.5},
+		{m.allocated, []string{"a", "memory"}, 1 << 30},
+		{m.fairShare, []string{"a", "gpu/H100"}, 8},
+		{m.accepted, []string{"a"}, 1},
+		{m.accepted, []string{"orphan"}, 0},
+	} {
+		var got dto.Metric
+		if err := c.g.WithLabelValues(c.lv...).Write(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.GetGauge().GetValue() != c.want {
+			t.Errorf("%v = %v, want %v", c.lv, got.GetGauge().GetValue(), c.want)
+		}
+	}
+	// A queue that is gone leaves the gauges.
+	m.set(queueStatuses(newQueueSet(nil, nil, "nvidia.com/gpu", nil), nil, "nvidia.com/gpu"))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.allocated)
+	if fams, err := reg.Gather(); err != nil || len(fams) != 0 {
+		t.Errorf("allocated series after the queues went away: %v %v", fams, err)
 	}
 }
