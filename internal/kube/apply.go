@@ -10,6 +10,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
@@ -27,6 +28,9 @@ type binder struct {
 	cache  *Cache
 	now    func() time.Time
 	delay  time.Duration
+	// blocked remembers when a PodDisruptionBudget last refused a pod's
+	// eviction (see evictionBackoff). Used by the cycle goroutine only.
+	blocked map[types.UID]time.Time
 }
 
 // bindGang binds every pod of a GangBind in order. It stops at the first

@@ -26,6 +26,11 @@ import (
 // the preemptor forever: past this, the engine decides afresh.
 const victimWait = 5 * time.Minute
 
+// evictionBackoff is how long corral waits before it tries again to evict a
+// pod whose eviction a PodDisruptionBudget refused: the engine asks for it
+// every cycle, and each try writes a condition and an event.
+const evictionBackoff = 30 * time.Second
+
 // preemptions remembers, across cycles, which jobs wait for pods evicted
 // for them. The engine frees the victims' capacity in the plan that evicts
 // them, but a kubelet counts a pod until it has terminated: binding the
@@ -140,6 +145,11 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 		}
 	}
 	msg := evictionMessage(ev)
+	for uid, at := range b.blocked {
+		if b.now().Sub(at) > 10*evictionBackoff {
+			delete(b.blocked, uid) // the pod is long gone or long unblocked
+		}
+	}
 	var evicted []*corev1.Pod
 	var errs []string
 	for _, ref := range refs {
@@ -151,11 +161,23 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 		if p.Spec.NodeName == "" {
 			continue // assumed only: its binding has not landed yet
 		}
+		if at, ok := b.blocked[p.UID]; ok && b.now().Sub(at) < evictionBackoff {
+			errs = append(errs, fmt.Sprintf("%s/%s: a PodDisruptionBudget refused its eviction %s ago; trying again after %s",
+				p.Namespace, p.Name, b.now().Sub(at).Round(time.Second), evictionBackoff))
+			continue
+		}
 		if err := b.evictPod(ctx, p, "corral: "+msg); err != nil {
+			if apierrors.IsTooManyRequests(err) {
+				if b.blocked == nil {
+					b.blocked = map[types.UID]time.Time{}
+				}
+				b.blocked[p.UID] = b.now()
+			}
 			errs = append(errs, err.Error())
 			r.event(p, corev1.EventTypeWarning, "EvictionFailed", "Evict", "%s; the eviction failed: %v", msg, err)
 			continue
 		}
+		delete(b.blocked, p.UID)
 		evicted = append(evicted, p)
 		r.event(p, corev1.EventTypeWarning, string(ev.Cause), "Evict", "%s", msg)
 	}
