@@ -4,9 +4,12 @@ package build
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -31,12 +34,39 @@ type NodeBuilder struct {
 	gpus   int
 	model  string
 	layout string
+	memMiB int64
+	mig    string
+	migL   []mig.Layout
 }
 
 // Node starts a node builder.
 func Node() *NodeBuilder {
 	return &NodeBuilder{n: cluster.Node{Name: "n", CPUMilli: 224000, MemMiB: 2 << 20, Labels: map[string]string{}},
-		gpus: 8, model: "H100", layout: "dgx"}
+		gpus: 8, model: "H100", layout: "dgx", memMiB: 81920}
+}
+
+// GPUMem sets each GPU's memory in MiB (0: unknown).
+func (b *NodeBuilder) GPUMem(m int64) *NodeBuilder { b.memMiB = m; return b }
+
+// MIG runs every GPU in MIG mode with a geometry (e.g. "A100-40GB"); GPU i
+// gets layouts[i] (none: no instances, idle).
+func (b *NodeBuilder) MIG(geometry string, layouts ...mig.Layout) *NodeBuilder {
+	b.mig, b.migL = geometry, layouts
+	return b
+}
+
+// Lay parses "1g.10gb@0 2g.20gb@4" into a layout.
+func Lay(s string) mig.Layout {
+	l := mig.Layout{}
+	for _, f := range strings.Fields(s) {
+		at := strings.LastIndexByte(f, '@')
+		start, err := strconv.Atoi(f[at+1:])
+		if at < 0 || err != nil {
+			panic("bad instance " + f)
+		}
+		l = append(l, mig.Instance{Profile: f[:at], Start: start})
+	}
+	return l
 }
 
 // Name sets the node name.
@@ -79,8 +109,11 @@ func (b *NodeBuilder) Obj() cluster.Node {
 	n.Devices = nil
 	half := max(1, b.gpus/2)
 	for i := 0; i < b.gpus; i++ {
-		d := cluster.Device{ID: fmt.Sprintf("gpu%d", i), Model: b.model, MemMiB: 81920,
-			Socket: i / half, NUMA: i / half}
+		d := cluster.Device{ID: fmt.Sprintf("gpu%d", i), Model: b.model, MemMiB: b.memMiB,
+			Socket: i / half, NUMA: i / half, MIG: b.mig}
+		if b.mig != "" && i < len(b.migL) {
+			d.MIGLayout = b.migL[i]
+		}
 		switch b.layout {
 		case "pcie":
 			d.NVLink, d.PCIeSwitch, d.NIC = -1, i, ""
@@ -152,6 +185,18 @@ func (b *JobBuilder) GPUs(n int) *JobBuilder {
 // Milli makes each pod take a fraction of one GPU.
 func (b *JobBuilder) Milli(m int) *JobBuilder {
 	b.set.Request.GPUs, b.set.Request.GPUMilli = 1, m
+	return b
+}
+
+// GPUMem makes each pod take a share of one GPU by memory.
+func (b *JobBuilder) GPUMem(m int64) *JobBuilder {
+	b.set.Request.GPUs, b.set.Request.GPUMilli, b.set.Request.GPUMemMiB = 1, 0, m
+	return b
+}
+
+// MIG makes each pod ask for one instance of a MIG profile.
+func (b *JobBuilder) MIG(profile string) *JobBuilder {
+	b.set.Request.GPUs, b.set.Request.GPUMilli, b.set.Request.MIGProfile = 1, 0, profile
 	return b
 }
 

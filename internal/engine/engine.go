@@ -167,6 +167,11 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				res = r2
 			}
 		}
+		// MIG: no free instance serves the job; plan re-partitions of idle
+		// MIG GPUs for it (devices.go).
+		if res.Failure != nil && view.HasMIG() && planMIG(placer, pj.Job.ID, gang, s.Mix, &plan) {
+			continue
+		}
 		if res.Failure != nil {
 			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
 				Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
@@ -217,13 +222,17 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 	}
 	var pods []placement.PodReq
 	var unknown []string
+	var problem string
 	pj.Job.EachPod(func(ref workload.PodRef, r workload.Request) {
 		if pj.Waiting != nil && !waiting[ref] {
 			return
 		}
 		pr, unk := placement.Resolve(s, ref, r)
-		if pr.Mask == 0 && r.GPUMilliTotal() > 0 {
+		if pr.Mask == 0 && r.NeedsGPU() {
 			unknown = append(unknown, unk...)
+		}
+		if problem == "" {
+			problem = deviceProblem(s, &pr, len(unk) > 0)
 		}
 		pods = append(pods, pr)
 	})
@@ -231,6 +240,9 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 		sort.Strings(unknown)
 		return nil, never(cluster.LevelCluster, fmt.Sprintf("no GPU of model %s in the cluster (models: %s)",
 			strings.Join(dedupe(unknown), "|"), strings.Join(s.Models(), ", "))), false
+	}
+	if problem != "" {
+		return nil, never(cluster.LevelCluster, problem), false
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
 	return pods, Reason{}, true
@@ -275,7 +287,8 @@ func shapeKey(g placement.Gang) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
 	for _, p := range g.Pods {
-		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask), p.Scope)
+		fmt.Fprintf(&b, "|%d,%d,%d,%d,%d,%s,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, p.GPUMemMiB, p.MIGProfile,
+			uint64(p.Mask), p.Scope)
 		if len(p.NodeLabels) > 0 {
 			keys := make([]string, 0, len(p.NodeLabels))
 			for k, v := range p.NodeLabels {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
@@ -122,11 +123,29 @@ type Eviction struct {
 	LostGPUSeconds float64
 }
 
+// Repartition re-partitions one idle MIG GPU into Layout, for the node's MIG
+// manager to carry out. The jobs waiting for it stay pending (reason
+// "waiting for MIG re-partition of <node>/<gpu>") until the node reports
+// the new layout: only then do its instances exist to bind to.
+type Repartition struct {
+	Node        string
+	NodeIndex   int
+	Device      string // device id
+	DeviceIndex int
+	Layout      mig.Layout
+	// Old is the layout the GPU has now (idle: no instance in use).
+	Old mig.Layout
+	// Reason is one readable line: which job it serves.
+	Reason string
+}
+
 // Plan is all one cycle decided; drivers apply it in field order.
 type Plan struct {
 	Evictions []Eviction
-	Binds     []GangBind
-	Pending   []Pending
+	// Repartitions come before binds: no bind of the same plan uses them.
+	Repartitions []Repartition
+	Binds        []GangBind
+	Pending      []Pending
 	// Queues reports each queue's standing after the cycle, in tree order.
 	Queues []QueueStatus
 	Stats  CycleStats

@@ -66,6 +66,11 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	if len(pb.NICs) > 0 {
 		ann[v1alpha1.AnnotationAssignedNICs] = strings.Join(pb.NICs, ",")
 	}
+	if n, ok := w.state.NodeIndex(pb.Node); ok {
+		if m := assignedMIG(w.state.Node(n), pb.Alloc.Devices); m != "" {
+			ann[v1alpha1.AnnotationAssignedMIG] = m
+		}
+	}
 	if claims := w.claims[string(pod.UID)]; len(claims) > 0 {
 		if err := b.allocateClaims(ctx, w, pod, pb, claims); err != nil {
 			return err

@@ -285,6 +285,9 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 		}
 		r.GPUs, r.GPUMilli = 1, m
 	}
+	if err := deviceRequest(p, &r); err != nil {
+		return r, err
+	}
 	if len(p.Spec.NodeSelector) > 0 {
 		r.NodeLabels = p.Spec.NodeSelector
 	}

@@ -112,6 +112,20 @@ func nodeFromObject(n *corev1.Node, gpuResource string, slices []*resourcev1.Res
 			}
 		}
 	}
+	if mem := gpuMemory(n); mem > 0 {
+		for i := range out.Devices {
+			if out.Devices[i].MemMiB == 0 {
+				out.Devices[i].MemMiB = mem
+			}
+		}
+	}
+	// MIG GPUs of the device plugin's mixed strategy (mig.go).
+	taken := map[string]bool{}
+	for _, d := range out.Devices {
+		taken[d.ID] = true
+	}
+	migs, migWarnings := migDevices(n, model, gpuMemory(n), len(out.Devices), taken)
+	warnings = append(warnings, migWarnings...)
 	if raw := n.Annotations[v1alpha1.AnnotationUnhealthyGPUs]; raw != "" {
 		bad := map[string]bool{}
 		for _, id := range strings.Split(raw, ",") {
@@ -127,6 +141,7 @@ func nodeFromObject(n *corev1.Node, gpuResource string, slices []*resourcev1.Res
 		warnings = append(warnings, err.Error()+"; using the default layout")
 		out.Devices = defaultLayout(len(out.Devices), model)
 	}
+	out.Devices = append(out.Devices, migs...)
 	return out, warnings
 }
 

@@ -230,6 +230,17 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			binds = append(binds, gb)
 		}
 	}
+	// MIG re-partitions go to the nodes' MIG managers (mig.go); the jobs
+	// waiting for them are reported pending below.
+	if len(plan.Repartitions) > 0 {
+		if err := s.binder.repartition(ctx, plan.Repartitions); err != nil {
+			s.log.Warn("MIG re-partition", "err", err)
+		}
+		for _, rp := range plan.Repartitions {
+			s.log.Info("planned MIG re-partition", "node", rp.Node, "gpu", rp.Device,
+				"layout", formatLayout(rp.Layout), "reason", rp.Reason)
+		}
+	}
 	// Gangs bind concurrently, each in pod order on its own worker: the
 	// API round trips, not the engine, bound a cycle's throughput.
 	var mu sync.Mutex

@@ -257,7 +257,8 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 		if !ok {
 			continue // a node corral does not manage
 		}
-		hs = append(hs, held{pod: p, node: n, ann: ann, knownGPUs: ann[v1alpha1.AnnotationAssignedGPUs] != ""})
+		hs = append(hs, held{pod: p, node: n, ann: ann, knownGPUs: ann[v1alpha1.AnnotationAssignedGPUs] != "" ||
+			ann[v1alpha1.AnnotationAssignedMIG] != ""})
 	}
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].knownGPUs && !hs[j].knownGPUs })
 
@@ -304,17 +305,28 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 		a := cluster.Alloc{CPUMilli: req.CPUMilli, MemMiB: req.MemMiB}
 		node := s.Node(h.node)
 		switch {
-		case h.knownGPUs:
-			milli := int32(1000)
-			if req.Fractional() {
-				milli = int32(req.GPUMilli)
+		case req.MIG():
+			// The instance corral recorded, else the first free one of the
+			// profile, as the device plugin hands them out.
+			milli := int32(req.GPUMilliTotal())
+			if a.Devices = migShares(node, h.ann[v1alpha1.AnnotationAssignedMIG], milli); len(a.Devices) == 0 {
+				a.Devices = firstFreeMIG(s, h.node, req.MIGProfile, milli)
 			}
+		case h.knownGPUs:
 			for _, id := range strings.Split(h.ann[v1alpha1.AnnotationAssignedGPUs], ",") {
 				if k := deviceIndex(node, strings.TrimSpace(id)); k >= 0 {
+					milli := int32(1000)
+					if req.Fractional() {
+						milli = int32(req.GPUMilli)
+					} else if req.ByMemory() {
+						if m, ok := workload.MilliForMemory(req.GPUMemMiB, node.Devices[k].MemMiB); ok {
+							milli = m
+						}
+					}
 					a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: milli})
 				}
 			}
-		case req.GPUs > 0 && !req.Fractional():
+		case req.GPUs > 0 && !req.Fractional() && !req.ByMemory():
 			free := s.GPUFree(h.node)
 			for k := range free {
 				if len(a.Devices) < req.GPUs && free[k] == 1000 {

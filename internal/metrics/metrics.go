@@ -47,8 +47,10 @@ type Summary struct {
 	// Evictions and restarts (preemption, reclaim, failures).
 	// Evictions counts eviction decisions carried out; JobsRestarted the
 	// jobs that stopped because of one and went back to pending.
-	Evictions     int `json:"evictions"`
-	JobsRestarted int `json:"jobs_restarted"`
+	Evictions int `json:"evictions"`
+	// MIGRepartitions counts idle MIG GPUs re-partitioned by the plans.
+	MIGRepartitions int `json:"mig_repartitions,omitempty"`
+	JobsRestarted   int `json:"jobs_restarted"`
 	// GPUHoursLost is the work thrown away by those restarts: GPUs × the
 	// time since each job's last checkpoint.
 	GPUHoursLost float64 `json:"gpu_hours_lost"`

@@ -138,7 +138,7 @@ func everFits(s *cluster.State, r *PodReq) bool {
 		if !s.Schedulable(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB || !r.NodeMatches(node.Labels) {
 			continue
 		}
-		if r.GPUMilliTotal() == 0 {
+		if !r.NeedsGPU() {
 			return true
 		}
 		c := 0

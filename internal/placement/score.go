@@ -10,13 +10,56 @@ type PodReq struct {
 	workload.Request
 	Mask cluster.ModelMask
 	Ref  workload.PodRef
+	// MemMilli, for a share by memory, is its GPU-milli on the accepted GPU
+	// with the most memory: the least it can take anywhere, for bounds.
+	// 0 when no accepted GPU has that much memory (or states its memory).
+	MemMilli int32
 }
 
 // Resolve turns a request into a PodReq for State s.
 func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq, []string) {
 	mask, unknown := RequestMask(s, r)
-	return PodReq{Request: r, Mask: mask, Ref: ref}, unknown
+	pr := PodReq{Request: r, Mask: mask, Ref: ref}
+	if r.ByMemory() {
+		if m, ok := workload.MilliForMemory(r.GPUMemMiB, LargestGPUMemory(s, mask)); ok {
+			pr.MemMilli = m
+		}
+	}
+	return pr, unknown
 }
+
+// LargestGPUMemory is the memory of the largest GPU of the models in mask
+// (0 when none states its memory).
+func LargestGPUMemory(s *cluster.State, mask cluster.ModelMask) int64 {
+	var best int64
+	for n := 0; n < s.NumNodes(); n++ {
+		if s.NodeModels(n)&mask == 0 {
+			continue
+		}
+		for k, d := range s.Node(n).Devices {
+			if mask.Has(s.DeviceModel(n, k)) {
+				best = max(best, d.MemMiB)
+			}
+		}
+	}
+	return best
+}
+
+// shareMilli is the GPU-milli r takes on device k of node n: its fraction,
+// or for a share by memory its part of that GPU's memory; ok is false when
+// the device's memory is unknown or too small.
+func shareMilli(s *cluster.State, n, k int, r *PodReq) (int32, bool) {
+	if r.ByMemory() {
+		return workload.MilliForMemory(r.GPUMemMiB, s.Node(n).Devices[k].MemMiB)
+	}
+	return int32(r.GPUMilli), true
+}
+
+// shared reports whether r takes part of one GPU (by milli or by memory).
+func (r *PodReq) shared() bool { return r.Fractional() || r.ByMemory() }
+
+// whole reports whether r takes whole GPUs.
+func (r *PodReq) whole() bool { return r.GPUs > 0 && !r.shared() && !r.MIG() }
 
 // Scorer rates putting one pod on one node; higher is better. For a pod that
 // takes a fraction of a GPU it also says which GPU (index into the node's
@@ -33,11 +76,14 @@ var (
 	_ Scorer = (*FragScorer)(nil)
 )
 
-// fractionalGPUs lists the GPUs of node n that can take r's fraction.
+// fractionalGPUs lists the GPUs of node n that can take r's share.
 func fractionalGPUs(s *cluster.State, n int, r *PodReq, fn func(k int, free int32)) {
 	free := s.GPUFree(n)
 	for k, f := range free {
-		if f >= int32(r.GPUMilli) && r.Mask.Has(s.DeviceModel(n, k)) {
+		if !r.Mask.Has(s.DeviceModel(n, k)) {
+			continue
+		}
+		if need, ok := shareMilli(s, n, k, r); ok && f >= need {
 			fn(k, f)
 		}
 	}
@@ -78,7 +124,7 @@ func (leastAllocated) Name() string { return "least-allocated" }
 
 func (leastAllocated) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	gpu := -1
-	if r.Fractional() {
+	if r.shared() {
 		var most int32 = -1
 		fractionalGPUs(s, n, r, func(k int, f int32) {
 			if f > most {
@@ -97,7 +143,7 @@ func (mostAllocated) Name() string { return "most-allocated" }
 
 func (mostAllocated) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	gpu := -1
-	if r.Fractional() {
+	if r.shared() {
 		var least int32 = 1 << 30
 		fractionalGPUs(s, n, r, func(k int, f int32) {
 			if f < least {

@@ -94,7 +94,12 @@ type replay struct {
 	loc        *locality
 	rej        []Rejection
 	running    []int // job indexes holding a started gang, in start order
+	recycles   int   // nested cycles run at one instant after re-partitions
 }
+
+// maxRecycles bounds the cycles run at one instant because re-partitions
+// were applied; each one re-partitions an idle GPU, so a handful suffice.
+const maxRecycles = 8
 
 func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
@@ -217,6 +222,9 @@ func (r *replay) cycle(now time.Time) error {
 			return err
 		}
 	}
+	if err := repartition(r.state, plan, r.res); err != nil {
+		return err
+	}
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
 			return err
@@ -253,6 +261,12 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	r.pending = kept
+	if len(plan.Repartitions) > 0 && len(r.pending) > 0 && r.recycles < maxRecycles {
+		// The jobs that waited for the new layouts can bind now.
+		r.recycles++
+		defer func() { r.recycles-- }()
+		return r.cycle(now)
+	}
 	return nil
 }
 

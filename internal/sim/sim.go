@@ -112,6 +112,19 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	return res, rej, err
 }
 
+// repartition carries out a plan's MIG re-partitions at once: the
+// simulator's MIG manager is instantaneous, so the GPUs have their new
+// layouts before the next cycle.
+func repartition(s *cluster.State, plan engine.Plan, res *metrics.Result) error {
+	for _, rp := range plan.Repartitions {
+		if err := s.SetMIGLayout(rp.NodeIndex, rp.DeviceIndex, rp.Layout, false); err != nil {
+			return fmt.Errorf("plan's re-partition of %s/%s does not apply: %w", rp.Node, rp.Device, err)
+		}
+		res.Summary.MIGRepartitions++
+	}
+	return nil
+}
+
 // apply carries out one bind decision on the driver's state.
 func apply(s *cluster.State, b engine.GangBind) error {
 	for i, p := range b.Pods {

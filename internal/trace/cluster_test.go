@@ -101,7 +101,7 @@ func TestLoadClusterErrors(t *testing.T) {
 		"dgx-h100:pods=2":        `cluster "dgx-h100:pods=2": bad parameter "pods=2": want blocks=N, racks=N (per block) or nodes=N (per rack)`,
 		"dgx-h100:blocks=999999": `cluster "dgx-h100:blocks=999999": 127999872 nodes is above the limit of 100000`,
 		"openb:x":                `cluster "openb:x": openb takes no parameters`,
-		"nosuch":                 `cluster "nosuch" is neither a file nor a preset (openb, dgx-h100, lingjun)`,
+		"nosuch":                 `cluster "nosuch" is neither a file nor a preset (openb, dgx-h100, lingjun, mig)`,
 	}
 	for spec, want := range cases {
 		t.Run(spec, func(t *testing.T) {

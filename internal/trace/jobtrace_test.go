@@ -238,8 +238,8 @@ func TestLoadTraceFiles(t *testing.T) {
 		"corral csv by header": {spec: corral, wantID: "j1"},
 		"unknown csv header":   {spec: other, wantErr: other + `:1: unknown CSV trace: the header must start with "job," (corral job trace) or "name," (openb pod list)`},
 		"unknown extension":    {spec: txt, wantErr: txt + `: unknown trace file type ".txt": want .csv, .yaml or .yml`},
-		"unknown openb":        {spec: "openb:nosuch", wantErr: `unknown trace "openb:nosuch" (built-in: openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm)`},
-		"no such name":         {spec: "philly", wantErr: `trace "philly" is neither a file nor a built-in trace (openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm)`},
+		"unknown openb":        {spec: "openb:nosuch", wantErr: `unknown trace "openb:nosuch" (built-in: openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm, gen:mig)`},
+		"no such name":         {spec: "philly", wantErr: `trace "philly" is neither a file nor a built-in trace (openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm, gen:mig)`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
