@@ -419,9 +419,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // holdPreemptors takes out of the snapshot the jobs still waiting for pods
 // evicted for them to terminate, and returns them with those pods' names.
 func (s *Scheduler) holdPreemptors(w *world, now time.Time) map[workload.JobID][]string {
+	if len(s.preempting.waits) == 0 {
+		return map[workload.JobID][]string{} // the common case costs no pod listing
+	}
 	live := map[types.UID]bool{}
-	for _, p := range s.cache.listPods() {
-		if !terminal(p) {
+	for _, o := range s.cache.pods.GetStore().List() {
+		if p := o.(*corev1.Pod); !terminal(p) {
 			live[p.UID] = true
 		}
 	}
