@@ -289,6 +289,10 @@ func shapeKey(g placement.Gang) string {
 	for _, p := range g.Pods {
 		fmt.Fprintf(&b, "|%d,%d,%d,%d,%d,%s,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, p.GPUMemMiB, p.MIGProfile,
 			uint64(p.Mask), p.Scope)
+		if p.Devices != nil {
+			// Equal shapes over different eligible devices are not interchangeable.
+			fmt.Fprintf(&b, ",devices=%q/%t", p.Devices.Key, p.Devices.All)
+		}
 		if len(p.NodeLabels) > 0 {
 			keys := make([]string, 0, len(p.NodeLabels))
 			for k, v := range p.NodeLabels {

@@ -71,8 +71,8 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 			ann[v1alpha1.AnnotationAssignedMIG] = m
 		}
 	}
-	if claims := w.claims[string(pod.UID)]; len(claims) > 0 {
-		if err := b.allocateClaims(ctx, w, pod, pb, claims); err != nil {
+	if plans := w.claimPlans(string(pod.UID)); len(plans) > 0 {
+		if err := b.allocateClaims(ctx, w, pod, pb, plans); err != nil {
 			return err
 		}
 		// The devices are named by the claims; the annotation would only
@@ -93,28 +93,40 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	return nil
 }
 
+// claimPlans is how the pod's chosen devices fill its unallocated claims.
+func (w *world) claimPlans(podUID string) []claimPlan {
+	if w.dra == nil || len(w.claims[podUID]) == 0 {
+		return nil
+	}
+	return w.dra.plans[podUID]
+}
+
 // allocateClaims writes the devices the engine chose into the pod's claims:
 // the delete-protection finalizer first, then status.allocation with
-// reservedFor the pod, as kube-scheduler does. The chosen devices are handed
-// to the claims' requests in order.
-func (b *binder) allocateClaims(ctx context.Context, w *world, pod *corev1.Pod, pb engine.PodBind, claims []*resourcev1.ResourceClaim) error {
+// reservedFor the pod, as kube-scheduler does. The chosen devices fill the
+// claims' requests in order (a firstAvailable request under the name of the
+// alternative chosen, "request/subrequest"). Devices with shared counters
+// are reserved first, so two partitions of one GPU chosen in one cycle are
+// never both allocated.
+func (b *binder) allocateClaims(ctx context.Context, w *world, pod *corev1.Pod, pb engine.PodBind, plans []claimPlan) error {
+	if err := w.dra.reserve(pb.Node, pb.Devices); err != nil {
+		return err
+	}
 	devices := append([]string(nil), pb.Devices...)
-	for _, cl := range claims {
+	for _, plan := range plans {
+		cl := plan.claim
 		var results []resourcev1.DeviceRequestAllocationResult
-		for _, req := range cl.Spec.Devices.Requests {
-			if req.Exactly == nil {
-				return fmt.Errorf("claim %s: request %q is not an exactly-request", cl.Name, req.Name)
+		for _, part := range plan.parts {
+			count := part.count
+			if part.all {
+				count = len(devices)
 			}
-			count := int(req.Exactly.Count)
-			if count == 0 {
-				count = 1
-			}
-			if len(devices) < count {
+			if len(devices) < count || count == 0 {
 				return fmt.Errorf("claim %s: plan chose too few devices", cl.Name)
 			}
 			for _, d := range devices[:count] {
 				results = append(results, resourcev1.DeviceRequestAllocationResult{
-					Request: req.Name, Driver: b.cache.cfg.draDriver, Pool: w.poolOf(pb.Node, d), Device: d,
+					Request: part.result, Driver: b.cache.cfg.draDriver, Pool: w.poolOf(pb.Node, d), Device: d,
 				})
 			}
 			devices = devices[count:]

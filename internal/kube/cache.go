@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"sort"
 	"sync"
 	"time"
@@ -63,6 +64,8 @@ type Cache struct {
 	podGroupGVR schema.GroupVersionResource
 
 	wake chan struct{}
+	// cel keeps compiled DRA selectors by expression text across cycles.
+	cel *dracel.Cache
 
 	mu      sync.Mutex
 	assumed map[string]assumedPod // pod UID -> binding in flight
@@ -76,7 +79,7 @@ type assumedPod struct {
 
 // NewCache sets up informers; Start runs them.
 func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterConfig) (*Cache, error) {
-	c := &Cache{cfg: cfg, wake: make(chan struct{}, 1), assumed: map[string]assumedPod{}}
+	c := &Cache{cfg: cfg, wake: make(chan struct{}, 1), assumed: map[string]assumedPod{}, cel: newCELCache()}
 	c.factory = informers.NewSharedInformerFactory(client, 0)
 	c.pods = c.factory.Core().V1().Pods().Informer()
 	c.nodes = c.factory.Core().V1().Nodes().Informer()
@@ -344,7 +347,10 @@ func (c *Cache) readQueues(models []string) *queueSet {
 }
 
 // lookup implements groupLookup over the informer stores.
-type lookup struct{ c *Cache }
+type lookup struct {
+	c   *Cache
+	dra *draView // nil until the cycle's DRA inventory is read
+}
 
 func (l lookup) jobParallelism(ns, name string) (int, bool) {
 	o, ok, err := l.c.jobs.GetStore().GetByKey(ns + "/" + name)
@@ -393,7 +399,12 @@ func (l lookup) claim(ns, name string) (*resourcev1.ResourceClaim, bool) {
 	return o.(*resourcev1.ResourceClaim), true
 }
 
-func (l lookup) deviceClass(name string) bool {
-	_, ok, err := l.c.classes.GetStore().GetByKey(name)
-	return err == nil && ok
+func (l lookup) deviceClass(name string) (*resourcev1.DeviceClass, bool) {
+	o, ok, err := l.c.classes.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return o.(*resourcev1.DeviceClass), true
 }
+
+func (l lookup) devices() *draView { return l.dra }

@@ -270,8 +270,8 @@ func memoryShare(p *corev1.Pod) (int64, error) {
 	return (q.Value() + (1 << 20) - 1) >> 20, nil
 }
 
-// deviceRequest adds the pod's MIG instance or memory share to r.
-func deviceRequest(p *corev1.Pod, r *workload.Request) error {
+// sharedGPURequest adds the pod's MIG instance or memory share to r.
+func sharedGPURequest(p *corev1.Pod, r *workload.Request) error {
 	profile, _, err := migRequest(p)
 	if err != nil {
 		return err

@@ -192,9 +192,9 @@ func devicesFromSlices(node string, slices []*resourcev1.ResourceSlice, driver, 
 			continue
 		}
 		for _, d := range s.Spec.Devices {
-			if t, ok := d.Attributes["type"]; ok && t.StringValue != nil && *t.StringValue != "gpu" {
-				continue // MIG and VFIO devices are not whole GPUs
-			}
+			// Every device of the driver is inventory, MIG partitions too:
+			// selectors (a DeviceClass's type == "gpu") decide what serves a
+			// request, and shared counters keep partitions of one GPU apart.
 			cd := cluster.Device{ID: d.Name, Model: model, NVLink: -1}
 			if a, ok := d.Attributes["productName"]; ok && a.StringValue != nil && *a.StringValue != "" {
 				cd.Model = modelFromProduct(*a.StringValue)

@@ -26,6 +26,9 @@ type world struct {
 	warnings []string
 	// claims maps a pod (by UID) to its unallocated ResourceClaims.
 	claims map[string][]*resourcev1.ResourceClaim
+	// dra is the cycle's DRA inventory and how each pod's devices fill
+	// its claims.
+	dra *draView
 	// pools maps node -> DRA device name -> pool.
 	pools map[string]map[string]string
 	// resume lists pods whose claims are allocated for them but which are
@@ -141,7 +144,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 
 	pods := c.listPods()
 	assumed := c.assumedNow(pods, now)
-	lk := lookup{c}
+	lk := lookup{c: c}
 	// A pod whose claims corral already allocated (a scheduler stopped
 	// between the claim and the binding) is finished first, on the node its
 	// claims name: the devices are taken, only the binding is missing.
@@ -163,8 +166,15 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 			poolNode[pool] = node
 		}
 	}
-	holds, warns := account(state, pods, assumed, c.listClaims(), poolNode, c.cfg)
+	claims := c.listClaims()
+	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
 	w.warnings = append(w.warnings, warns...)
+
+	// The DRA inventory: counters used by allocated devices, and devices
+	// whose counters are used up taken out of the free capacity.
+	w.dra = newDRAView(c.cfg.draDriver, c.cel, slices, allocatedDevices(claims, poolNode, c.cfg.draDriver), lk.deviceClass)
+	w.dra.markExhausted(state)
+	lk.dra = w.dra
 
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
 	w.queues = c.readQueues(state.Models())
@@ -207,6 +217,28 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	snap.Mix = mix.Mix(64)
 	w.snap = snap
 	return w, nil
+}
+
+// allocatedDevices lists the driver's devices that allocated claims hold,
+// as "node/device".
+func allocatedDevices(claims []*resourcev1.ResourceClaim, poolNode map[string]string, driver string) map[string]bool {
+	out := map[string]bool{}
+	for _, cl := range claims {
+		if cl.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			if r.Driver != driver {
+				continue
+			}
+			node := r.Pool
+			if pn, ok := poolNode[r.Pool]; ok {
+				node = pn
+			}
+			out[node+"/"+r.Device] = true
+		}
+	}
+	return out
 }
 
 func nodesOf(assumed map[string]assumedPod) map[string]string {
@@ -372,4 +404,5 @@ type noLookup struct{}
 func (noLookup) jobParallelism(string, string) (int, bool)              { return 0, false }
 func (noLookup) podGroup(string, string) (int, string, bool)            { return 0, "", false }
 func (noLookup) claim(string, string) (*resourcev1.ResourceClaim, bool) { return nil, false }
-func (noLookup) deviceClass(string) bool                                { return false }
+func (noLookup) deviceClass(string) (*resourcev1.DeviceClass, bool)     { return nil, false }
+func (noLookup) devices() *draView                                      { return nil }

@@ -60,6 +60,9 @@ func canHost(s *cluster.State, n int, r *PodReq) bool {
 	if !r.NeedsGPU() {
 		return true
 	}
+	if r.Devices != nil {
+		return pickEligible(s, n, r, FirstFree) != nil // feasibility only: the cheap order
+	}
 	if r.MIG() {
 		return migGPU(s, n, r, FirstFree) >= 0
 	}
@@ -110,7 +113,12 @@ func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
 		}
 		a.Devices = []cluster.DeviceShare{{Device: gpu, Milli: milli}}
 	case r.GPUs > 0:
-		devs := pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
+		var devs []int
+		if r.Devices != nil {
+			devs = pickEligible(p.s, n, r, p.devices)
+		} else {
+			devs = pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
+		}
 		if devs == nil {
 			return false
 		}

@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"sort"
+
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -14,6 +16,9 @@ type PodReq struct {
 	// with the most memory: the least it can take anywhere, for bounds.
 	// 0 when no accepted GPU has that much memory (or states its memory).
 	MemMilli int32
+	// eligible is Request.Devices by node index: the device index sets a
+	// pod may draw from; nil when the request has no filter.
+	eligible [][][]int
 }
 
 // Resolve turns a request into a PodReq for State s.
@@ -25,7 +30,41 @@ func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq,
 			pr.MemMilli = m
 		}
 	}
+	if r.Devices != nil {
+		pr.eligible = resolveGroups(s, r.Devices)
+	}
 	return pr, unknown
+}
+
+// resolveGroups maps a filter's node and device names to indices of s.
+// Names s does not know are dropped: they cannot serve anyway.
+func resolveGroups(s *cluster.State, f *workload.DeviceFilter) [][][]int {
+	out := make([][][]int, s.NumNodes())
+	for name, groups := range f.Groups {
+		n, ok := s.NodeIndex(name)
+		if !ok {
+			continue
+		}
+		index := map[string]int{}
+		for k, d := range s.Node(n).Devices {
+			index[d.ID] = k
+		}
+		for _, g := range groups {
+			var set []int
+			for _, id := range g {
+				if k, ok := index[id]; ok {
+					set = append(set, k)
+				}
+			}
+			if len(set) > 0 {
+				sort.Ints(set)
+				out[n] = append(out[n], set)
+			}
+		}
+		// Map order must not leak into choices: order sets by first device.
+		sort.Slice(out[n], func(i, j int) bool { return out[n][i][0] < out[n][j][0] })
+	}
+	return out
 }
 
 // LargestGPUMemory is the memory of the largest GPU of the models in mask

@@ -42,6 +42,27 @@ type Request struct {
 	DRA bool
 	// NodeLabels must all be on the node (a pod's nodeSelector).
 	NodeLabels map[string]string
+	// Devices, when set, names the only devices that may serve the GPUs.
+	Devices *DeviceFilter
+}
+
+// DeviceFilter limits the devices that may serve a request to sets the
+// driver computed: the Kubernetes adapter evaluates DRA CEL selectors and
+// matchAttribute constraints, which the engine cannot, and hands over the
+// result as plain data. The engine still chooses the node and, inside the
+// eligible sets, the devices.
+type DeviceFilter struct {
+	// Key identifies the filter within one snapshot: filters with equal
+	// keys have equal Groups and All.
+	Key string
+	// Groups maps a node name to the device sets a pod may draw from: all
+	// of one pod's GPUs come from one set (a matchAttribute constraint makes
+	// one set per attribute value). Device ids are the node's Device.ID.
+	// A node missing from the map has no eligible device.
+	Groups map[string][][]string
+	// All takes every device of the chosen set, which must all be free
+	// (DRA allocationMode All); Request.GPUs is then the smallest set's size.
+	All bool
 }
 
 // Equal reports whether two requests ask for exactly the same thing.
@@ -49,7 +70,8 @@ func (r Request) Equal(o Request) bool {
 	return r.CPUMilli == o.CPUMilli && r.MemMiB == o.MemMiB && r.GPUs == o.GPUs &&
 		r.GPUMilli == o.GPUMilli && r.GPUMemMiB == o.GPUMemMiB && r.MIGProfile == o.MIGProfile &&
 		r.Scope == o.Scope && r.DRA == o.DRA &&
-		slices.Equal(r.Models, o.Models) && maps.Equal(r.NodeLabels, o.NodeLabels)
+		slices.Equal(r.Models, o.Models) && maps.Equal(r.NodeLabels, o.NodeLabels) &&
+		(r.Devices == nil) == (o.Devices == nil) && (r.Devices == nil || r.Devices.Key == o.Devices.Key && r.Devices.All == o.Devices.All)
 }
 
 // NodeMatches reports whether a node with these labels may host the pod.
@@ -218,6 +240,14 @@ func (r Request) String() string {
 	}
 	if r.DRA {
 		b.WriteString(" via DRA")
+	}
+	if r.Devices != nil {
+		if r.Devices.All {
+			b.WriteString(", all of one set of")
+		} else {
+			b.WriteString(", from")
+		}
+		b.WriteString(" the devices its selectors match")
 	}
 	if len(r.NodeLabels) > 0 {
 		keys := make([]string, 0, len(r.NodeLabels))
