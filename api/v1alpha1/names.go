@@ -47,6 +47,13 @@ const (
 	AnnotationLastCheckpoint = "corral.dev/last-checkpoint"
 	// AnnotationPreemptible marks a job that may be preempted ("true"/"false").
 	AnnotationPreemptible = "corral.dev/preemptible"
+	// AnnotationRestartOverhead is the time a restarted job spends before it
+	// makes progress again (pulling images, loading its checkpoint), a Go
+	// duration; it is added to the price of preempting the job.
+	AnnotationRestartOverhead = "corral.dev/restart-overhead"
+	// AnnotationMinRuntime protects a freshly started job from preemption
+	// for this long (a Go duration).
+	AnnotationMinRuntime = "corral.dev/min-runtime"
 )
 
 // Annotations corral writes.

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
@@ -28,6 +28,9 @@ type binder struct {
 	cache  *Cache
 	now    func() time.Time
 	delay  time.Duration
+	// blocked remembers when a PodDisruptionBudget last refused a pod's
+	// eviction (see evictionBackoff). Used by the cycle goroutine only.
+	blocked map[types.UID]time.Time
 }
 
 // bindGang binds every pod of a GangBind in order. It stops at the first
@@ -179,9 +182,8 @@ func (w *world) poolOf(node, device string) string {
 }
 
 // evictGang evicts the bound pods of a gang that can no longer reach its
-// minimum (the rest of it can never fit), through the Eviction API so that
-// disruption budgets are honoured and the pods get a DisruptionTarget
-// condition.
+// minimum (the rest of it can never fit), through the Eviction API (see
+// evictPod) so that disruption budgets are honoured.
 func (b *binder) evictGang(ctx context.Context, kj *kjob) (int, error) {
 	n := 0
 	for _, ref := range kj.refs {
@@ -192,9 +194,10 @@ func (b *binder) evictGang(ctx context.Context, kj *kjob) (int, error) {
 		if p.Spec.NodeName == "" {
 			continue // assumed only: its binding has not landed yet
 		}
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-		if err := b.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
-			return n, fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+		// No DisruptionTarget of corral's own: nothing preempts this gang,
+		// the Eviction API's EvictionByEvictionAPI says what happened.
+		if err := b.evictPod(ctx, p, ""); err != nil {
+			return n, err
 		}
 		n++
 	}

@@ -47,6 +47,9 @@ type kjob struct {
 	group   string // PodGroup name, when the gang came from one
 	invalid string // the job cannot be scheduled as written: why
 	waiting string // the job is not ready to be scheduled yet: why
+	// refused says why the job may not enter the queue it names (or has
+	// no queue); such a job is never placed.
+	refused *refusal
 }
 
 // pending reports whether some pod still waits for a node.
@@ -108,7 +111,9 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	first := members[0]
 	_, kind, name := gangKey(first)
 	kj := &kjob{key: key, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
-	j := &workload.Job{ID: workload.JobID(key), Queue: first.Labels[v1alpha1.LabelQueue], Source: first.Namespace + "/" + first.Name}
+	// The queue is resolved against the Queue objects later (world.admit).
+	j := &workload.Job{ID: workload.JobID(key), Namespace: first.Namespace, Queue: first.Labels[v1alpha1.LabelQueue],
+		Source: first.Namespace + "/" + first.Name}
 	if j.Queue == "" {
 		j.Queue = "default"
 	}
@@ -205,7 +210,12 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
-	}{{v1alpha1.AnnotationExpectedRuntime, &j.ExpectedRuntime}, {v1alpha1.AnnotationCheckpointInterval, &j.CheckpointInterval}} {
+	}{
+		{v1alpha1.AnnotationExpectedRuntime, &j.ExpectedRuntime},
+		{v1alpha1.AnnotationCheckpointInterval, &j.CheckpointInterval},
+		{v1alpha1.AnnotationRestartOverhead, &j.RestartOverhead},
+		{v1alpha1.AnnotationMinRuntime, &j.MinRuntime},
+	} {
 		if v := ann[d.key]; v != "" {
 			dur, err := time.ParseDuration(v)
 			if err != nil || dur < 0 {

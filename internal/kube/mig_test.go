@@ -161,7 +161,7 @@ func TestMIGAccountingAfterRestart(t *testing.T) {
 		withMIG("unrecorded").obj(),
 		withMIG("recorded").ann(v1alpha1.AnnotationAssignedMIG, "gpu0:1g.10gb@0").obj(),
 	}
-	if warns := account(s, pods, map[string]assumedPod{}, nil, nil, adapterConfig{gpuResource: "nvidia.com/gpu"}); len(warns) > 0 {
+	if _, warns := account(s, pods, map[string]assumedPod{}, nil, nil, adapterConfig{gpuResource: "nvidia.com/gpu"}); len(warns) > 0 {
 		t.Fatal(warns)
 	}
 	// Instance 0 (recorded) and 1 (the first free one left) are in use.

@@ -38,6 +38,8 @@ type world struct {
 	topology    topologyChoice
 	topologyErr string
 	levelLabels []string
+	// queues is what the Queue objects say this cycle.
+	queues *queueSet
 }
 
 type resumeBind struct {
@@ -165,7 +167,8 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 		}
 	}
 	claims := c.listClaims()
-	w.warnings = append(w.warnings, account(state, pods, assumed, claims, poolNode, c.cfg)...)
+	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
+	w.warnings = append(w.warnings, warns...)
 
 	// The DRA inventory: counters used by allocated devices, and devices
 	// whose counters are used up taken out of the free capacity.
@@ -174,14 +177,21 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	lk.dra = w.dra
 
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
+	w.queues = c.readQueues(state.Models())
 	var mix placement.MixCounter
-	snap := &engine.Snapshot{State: state, Now: now}
+	snap := &engine.Snapshot{State: state, Now: now, Queues: w.queues.specs}
 	for _, kj := range w.jobs {
 		w.byID[kj.job.ID] = kj
 		for _, ps := range kj.job.PodSets {
 			mix.Observe(ps.Request, ps.Count)
 		}
-		if !kj.pending() || kj.invalid != "" || kj.waiting != "" {
+		w.admit(kj)
+		if len(kj.bound) > 0 {
+			rj, warns := runningJob(kj, holds, assumed, state, now)
+			w.warnings = append(w.warnings, warns...)
+			snap.Running = append(snap.Running, rj)
+		}
+		if !kj.pending() || kj.invalid != "" || kj.waiting != "" || kj.refused != nil {
 			continue
 		}
 		pj := engine.PendingJob{Job: kj.job}
@@ -251,8 +261,12 @@ func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok 
 // the GPU extended resource, the lowest-numbered free GPUs (which ones the
 // device plugin gave them is not visible). Pods with known GPUs go first so
 // that unknown ones cannot take their devices.
-func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod, claims []*resourcev1.ResourceClaim, poolNode map[string]string, cfg adapterConfig) []string {
+//
+// It returns what each pod was charged (by UID), which the running jobs of
+// the snapshot carry for preemption.
+func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod, claims []*resourcev1.ResourceClaim, poolNode map[string]string, cfg adapterConfig) (map[string]podHold, []string) {
 	var warnings []string
+	holds := map[string]podHold{}
 	type held struct {
 		pod       *corev1.Pod
 		node      int
@@ -281,6 +295,7 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].knownGPUs && !hs[j].knownGPUs })
 
 	// Devices of allocated claims, once per claim.
+	claimHolds := map[string]cluster.Alloc{}
 	for _, cl := range claims {
 		if cl.Status.Allocation == nil {
 			continue
@@ -300,6 +315,13 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 			if k := deviceIndex(s.Node(n), r.Device); k >= 0 {
 				if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
 					warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
+					continue
+				}
+				// The claim's devices belong to the pods it is reserved for.
+				for _, rf := range cl.Status.ReservedFor {
+					h := claimHolds[string(rf.UID)]
+					h.Devices = append(h.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+					claimHolds[string(rf.UID)] = h
 				}
 			}
 		}
@@ -353,8 +375,18 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 			a.MemMiB = min(a.MemMiB, s.FreeMem(h.node))
 			_ = s.Allocate(h.node, a)
 		}
+		uid := string(h.pod.UID)
+		a.Devices = append(a.Devices, claimHolds[uid].Devices...)
+		holds[uid] = podHold{node: h.node, alloc: a}
 	}
-	return warnings
+	return holds, warnings
+}
+
+// podHold is what one bound pod holds: its node (index in the state) and
+// its CPU, memory and devices.
+type podHold struct {
+	node  int
+	alloc cluster.Alloc
 }
 
 func deviceIndex(n *cluster.Node, id string) int {
