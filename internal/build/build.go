@@ -245,6 +245,12 @@ func (b *JobBuilder) Overhead(d time.Duration) *JobBuilder { b.j.RestartOverhead
 // Expected sets the expected runtime.
 func (b *JobBuilder) Expected(d time.Duration) *JobBuilder { b.j.ExpectedRuntime = d; return b }
 
+// MaxRuntime sets the runtime limit.
+func (b *JobBuilder) MaxRuntime(d time.Duration) *JobBuilder { b.j.MaxRuntime = d; return b }
+
+// Class sets the job class pools are held for.
+func (b *JobBuilder) Class(c string) *JobBuilder { b.j.Class = c; return b }
+
 // Obj returns the job.
 func (b *JobBuilder) Obj() *workload.Job {
 	j := b.j
