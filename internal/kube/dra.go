@@ -32,13 +32,63 @@ const celCacheSize = 512
 // not, because corral reads scalar attributes only: a selector that treats
 // an attribute as a list (accepted by an API server with that gate on) is
 // reported as not compiling.
-func newCELCache() *dracel.Cache {
-	return dracel.NewCache(celCacheSize, dracel.Features{EnableConsumableCapacity: true})
+func newCELCache() *selectorCache {
+	return &selectorCache{cel: dracel.NewCache(celCacheSize, dracel.Features{EnableConsumableCapacity: true}),
+		memo: map[matchKey]matchEntry{}}
+}
+
+// selectorCache keeps compiled selectors and, across cycles, each
+// selector's verdict on each device: evaluating one costs tens of
+// microseconds, and devices rarely change. A verdict is keyed by the
+// device's slice version, so a republished slice is evaluated afresh;
+// verdicts not used in the last cycle are dropped. Guarded by mu (the
+// scheduler and explain may read at once).
+type selectorCache struct {
+	cel *dracel.Cache
+
+	mu    sync.Mutex
+	cycle uint64
+	memo  map[matchKey]matchEntry
+}
+
+type matchKey struct{ expr, slice, device string }
+
+type matchEntry struct {
+	match bool
+	err   error
+	used  uint64
+}
+
+// newCycle starts a cycle: verdicts unused in the previous one go.
+func (c *selectorCache) newCycle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cycle++
+	for k, e := range c.memo {
+		if e.used+1 < c.cycle {
+			delete(c.memo, k)
+		}
+	}
+}
+
+// matchesLocked evaluates a compiled selector on a device, or recalls the
+// verdict. The caller holds mu.
+func (c *selectorCache) matchesLocked(p dracel.CompilationResult, d draDevice, driver string) (bool, error) {
+	key := matchKey{p.Expression, d.slice, d.dev.Name}
+	if e, ok := c.memo[key]; ok {
+		e.used = c.cycle
+		c.memo[key] = e
+		return e.match, e.err
+	}
+	m, _, err := p.DeviceMatches(context.Background(), cel(d, driver))
+	c.memo[key] = matchEntry{match: m, err: err, used: c.cycle}
+	return m, err
 }
 
 // draDevice is one device of the configured driver as the allocator sees it.
 type draDevice struct {
 	node, pool string
+	slice      string // the slice's identity and version, for the verdict memo
 	dev        *resourcev1.Device
 }
 
@@ -48,7 +98,7 @@ type draDevice struct {
 // shared between gangs bound in parallel, under mu.
 type draView struct {
 	driver string
-	cel    *dracel.Cache
+	cel    *selectorCache
 	// byNode lists each node's devices in name order.
 	byNode map[string][]draDevice
 	nodes  []string
@@ -74,11 +124,12 @@ type filterResult struct {
 
 // newDRAView reads the newest generation of each pool of the driver, and
 // takes from the shared counters what allocated devices consume.
-func newDRAView(driver string, celCache *dracel.Cache, slices []*resourcev1.ResourceSlice,
+func newDRAView(driver string, celCache *selectorCache, slices []*resourcev1.ResourceSlice,
 	allocated map[string]bool, classes func(string) (*resourcev1.DeviceClass, bool)) *draView {
 	v := &draView{driver: driver, cel: celCache, byNode: map[string][]draDevice{}, classes: classes,
 		left: map[string]map[string]map[string]resource.Quantity{}, filters: map[string]filterResult{},
 		taken: map[string]int{}, plans: map[string][]claimPlan{}}
+	celCache.newCycle()
 	newest := map[string]int64{}
 	for _, s := range slices {
 		if s.Spec.Driver == driver && s.Spec.Pool.Generation > newest[s.Spec.Pool.Name] {
@@ -104,7 +155,8 @@ func newDRAView(driver string, celCache *dracel.Cache, slices []*resourcev1.Reso
 			continue // only node-local devices are GPUs of a node
 		}
 		for i := range s.Spec.Devices {
-			v.byNode[*s.Spec.NodeName] = append(v.byNode[*s.Spec.NodeName], draDevice{node: *s.Spec.NodeName, pool: pool, dev: &s.Spec.Devices[i]})
+			v.byNode[*s.Spec.NodeName] = append(v.byNode[*s.Spec.NodeName], draDevice{node: *s.Spec.NodeName, pool: pool,
+				slice: s.Name + "/" + string(s.UID) + "@" + s.ResourceVersion, dev: &s.Spec.Devices[i]})
 		}
 	}
 	for node, devs := range v.byNode {
@@ -290,7 +342,7 @@ func (v *draView) evaluate(claim string, req deviceRequest, match []string, key 
 		if s.CEL == nil {
 			continue
 		}
-		r := v.cel.GetOrCompile(s.CEL.Expression)
+		r := v.cel.cel.GetOrCompile(s.CEL.Expression)
 		if r.Error != nil {
 			return filterResult{err: fmt.Errorf("%s: selector %d of DeviceClass %s does not compile: %s", where, i, req.class, firstLine(r.Error.Detail))}
 		}
@@ -300,7 +352,7 @@ func (v *draView) evaluate(claim string, req deviceRequest, match []string, key 
 		if s.CEL == nil {
 			continue
 		}
-		r := v.cel.GetOrCompile(s.CEL.Expression)
+		r := v.cel.cel.GetOrCompile(s.CEL.Expression)
 		if r.Error != nil {
 			return filterResult{err: fmt.Errorf("%s: CEL selector %d does not compile: %s", where, i, firstLine(r.Error.Detail))}
 		}
@@ -312,14 +364,15 @@ func (v *draView) evaluate(claim string, req deviceRequest, match []string, key 
 	// that device out, as kube-scheduler rules out the node; the error is
 	// the reason only when no device matches anywhere.
 	var evalErr error
+	v.cel.mu.Lock()
+	defer v.cel.mu.Unlock()
 	for _, node := range v.nodes {
 		sets := map[string][]string{}
 		var order []string
 		for _, d := range v.byNode[node] {
-			in := cel(d, v.driver)
 			ok := true
 			for _, p := range progs {
-				m, _, err := p.res.DeviceMatches(context.Background(), in)
+				m, err := v.cel.matchesLocked(p.res, d, v.driver)
 				if err != nil && evalErr == nil {
 					evalErr = fmt.Errorf("%s: CEL selector %q failed on device %s of node %s: %v", where, p.expr, d.dev.Name, node, err)
 				}
