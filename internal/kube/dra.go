@@ -110,6 +110,7 @@ type draView struct {
 
 	filters map[string]filterResult // by filterKey: evaluated once a cycle
 	taken   map[string]int          // alternative key -> pods given it this cycle
+	rooms   map[string]int          // alternative key -> pods the free devices serve
 	plans   map[string][]claimPlan  // pod UID -> how its devices fill its claims
 
 	mu sync.Mutex
@@ -128,7 +129,7 @@ func newDRAView(driver string, celCache *selectorCache, slices []*resourcev1.Res
 	allocated map[string]bool, classes func(string) (*resourcev1.DeviceClass, bool)) *draView {
 	v := &draView{driver: driver, cel: celCache, byNode: map[string][]draDevice{}, classes: classes,
 		left: map[string]map[string]map[string]resource.Quantity{}, filters: map[string]filterResult{},
-		taken: map[string]int{}, plans: map[string][]claimPlan{}}
+		taken: map[string]int{}, rooms: map[string]int{}, plans: map[string][]claimPlan{}}
 	celCache.newCycle()
 	newest := map[string]int64{}
 	for _, s := range slices {
@@ -454,6 +455,17 @@ func matchValue(d draDevice, driver string, match []string) (string, bool) {
 	return strings.Join(parts, "\x00"), true
 }
 
+// roomFor is room, computed once a cycle per alternative: the free
+// capacity it reads does not change while jobs are built.
+func (v *draView) roomFor(key string, f *workload.DeviceFilter, count int) int {
+	if r, ok := v.rooms[key]; ok {
+		return r
+	}
+	r := v.room(f, count)
+	v.rooms[key] = r
+	return r
+}
+
 // room is how many pods asking for count devices of the filter (or, with
 // All, whole sets) the free devices could serve now.
 func (v *draView) room(f *workload.DeviceFilter, count int) int {
@@ -572,11 +584,16 @@ func (v *draView) claimDevices(podUID string, claims []*resourcev1.ResourceClaim
 				opts = append(opts, option{alt, res, scope})
 			}
 			pick := -1
+			if len(opts) == 1 {
+				pick = 0 // no alternatives: nothing to weigh
+			}
 			for i, o := range opts {
-				key := fmt.Sprintf("%s\x02%d", o.res.filter.Key, o.req.count)
-				if v.taken[key] < v.room(o.res.filter, o.req.count) {
-					pick = i
+				if pick >= 0 {
 					break
+				}
+				key := fmt.Sprintf("%s\x02%d", o.res.filter.Key, o.req.count)
+				if v.taken[key] < v.roomFor(key, o.res.filter, o.req.count) {
+					pick = i
 				}
 			}
 			if pick < 0 {
@@ -591,7 +608,9 @@ func (v *draView) claimDevices(podUID string, claims []*resourcev1.ResourceClaim
 				pick = 0 // nothing matches anywhere: the engine says so
 			}
 			o := opts[pick]
-			v.taken[fmt.Sprintf("%s\x02%d", o.res.filter.Key, o.req.count)]++
+			if len(opts) > 1 {
+				v.taken[fmt.Sprintf("%s\x02%d", o.res.filter.Key, o.req.count)]++
+			}
 			count := o.req.count
 			if o.req.all {
 				count = max(o.res.minSet, 1)
