@@ -324,9 +324,10 @@ func TestPreemptionSearchIsBounded(t *testing.T) {
 		running = append(running, victim{id: fmt.Sprintf("v%d", i), nodes: []string{node}, ago: time.Hour}.run(t, s, now))
 	}
 	hi := build.Job("hi").Pods(4).GPUs(8).Priority(10).Required("rack").Obj()
-	// One placement tried: enough to learn that evicting everything would
-	// make room, not enough to prove any set.
-	p := New(Config{PreemptBudget: 1}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+	// A budget of 2: the scan of the running jobs, and one placement tried,
+	// enough to learn that evicting everything would make room, not enough
+	// to prove any set.
+	p := New(Config{PreemptBudget: 2}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
 	if len(p.Evictions) != 0 || p.Stats.PreemptGaveUp != 1 || p.Stats.PreemptEvaluations != 1 {
 		t.Fatalf("evictions %v, stats %+v", p.Evictions, p.Stats)
 	}
