@@ -70,6 +70,8 @@ func TestPendingCondition(t *testing.T) {
 	}{
 		"waits":       {engine.Reason{Verdict: placement.WaitFree, Message: "no room"}, ReasonUnschedulable, "no room"},
 		"never fits":  {engine.Reason{Verdict: placement.NeverFits, Message: "9 GPUs"}, ReasonUnschedulable, "never fits: 9 GPUs"},
+		"queue limit": {engine.Reason{Verdict: placement.WaitQuota, Message: "limit"}, ReasonQueueLimit, "limit"},
+		"refused":     {engine.Reason{Verdict: placement.Refused, Message: "no queue"}, ReasonQueueRefused, "no queue"},
 		"unknown one": {engine.Reason{Verdict: placement.Verdict(200), Message: "?"}, ReasonUnschedulable, "?"},
 	}
 	for name, tc := range cases {

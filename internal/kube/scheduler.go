@@ -466,16 +466,13 @@ func onAny(gb engine.GangBind, nodes map[string]bool) bool {
 // held by its queue's limit, is not Unschedulable: more nodes would not
 // help it, and autoscalers read that reason. A verdict this adapter does
 // not know is still shown, as Unschedulable with the engine's message.
-//
-// Verdicts are matched by name so that this file builds before and after
-// the engine gains its queue verdicts (WaitQuota, Refused).
 func pendingCondition(r engine.Reason) (reason, message string) {
-	switch r.Verdict.String() {
-	case placement.NeverFits.String():
+	switch r.Verdict {
+	case placement.NeverFits:
 		return ReasonUnschedulable, "never fits: " + r.Message
-	case "WaitQuota":
+	case placement.WaitQuota:
 		return ReasonQueueLimit, r.Message
-	case "Refused":
+	case placement.Refused:
 		return ReasonQueueRefused, r.Message
 	default:
 		return ReasonUnschedulable, r.Message

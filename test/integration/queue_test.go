@@ -14,11 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
-	"github.com/corral-dev/corral/internal/build"
-	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/queue"
-	"github.com/corral-dev/corral/internal/workload"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
 
@@ -236,49 +232,12 @@ func TestQueueAdmission(t *testing.T) {
 	}
 }
 
-// engineReclaims reports whether the linked engine evicts a borrower to
-// give a queue back its guarantee: one 8-GPU node held by a borrowing
-// queue, and a job of the owning queue (reclaimPolicy Preempt) waiting.
-func engineReclaims() bool {
-	now := time.Unix(1_000_000, 0)
-	s := build.State(cluster.Topology{}, []cluster.Node{build.Node().Name("n0").Obj()})
-	running := build.Job("borrower").Pods(1).GPUs(8).Obj()
-	running.Queue, running.Preemptible, running.Submit = "borrower", true, now.Add(-2*time.Hour)
-	alloc := cluster.Alloc{}
-	for k := 0; k < 8; k++ {
-		alloc.Devices = append(alloc.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-	}
-	if err := s.Allocate(0, alloc); err != nil {
-		return false
-	}
-	waiting := build.Job("owner").Pods(1).GPUs(4).Obj()
-	waiting.Queue, waiting.Submit = "owner", now
-	snap := &engine.Snapshot{State: s, Now: now,
-		Pending: []engine.PendingJob{{Job: waiting}},
-		Running: []engine.RunningJob{{Job: running, Start: now.Add(-time.Hour),
-			Pods: []engine.PodBind{{Pod: workload.PodRef{Job: running.ID}, Node: "n0", NodeIndex: 0, Alloc: alloc}}}},
-		Queues: []queue.Spec{
-			{Name: "owner", Guarantee: queue.Amounts{queue.GPU("H100"): 8000}, Reclaim: true},
-			{Name: "borrower"},
-		},
-	}
-	for _, ev := range engine.New(engine.Config{Policy: engine.Corral}).Cycle(snap).Evictions {
-		if ev.Cause == engine.CauseReclaim {
-			return true
-		}
-	}
-	return false
-}
-
 // TestQueueReclaimEvictsThroughEvictionAPI: a queue whose guarantee was
 // lent takes it back. Two borrower jobs fill the node; the one that loses
 // less work on a restart (a short restart overhead) is evicted through the
 // Eviction API with a DisruptionTarget condition and an event naming the
 // preemptor; the other keeps running, and the owner's pod binds.
 func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
-	if !engineReclaims() {
-		t.Skip("the engine does not reclaim yet: this test waits for the issue5-engine branch (queues and preemption wired into Engine.Cycle)")
-	}
 	c := framework.Start(t, framework.Options{})
 	installCRDs(t, c)
 	ctx := context.Background()
