@@ -4,8 +4,6 @@ package build
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -57,14 +55,9 @@ func (b *NodeBuilder) MIG(geometry string, layouts ...mig.Layout) *NodeBuilder {
 
 // Lay parses "1g.10gb@0 2g.20gb@4" into a layout.
 func Lay(s string) mig.Layout {
-	l := mig.Layout{}
-	for _, f := range strings.Fields(s) {
-		at := strings.LastIndexByte(f, '@')
-		start, err := strconv.Atoi(f[at+1:])
-		if at < 0 || err != nil {
-			panic("bad instance " + f)
-		}
-		l = append(l, mig.Instance{Profile: f[:at], Start: start})
+	l, err := mig.ParseLayout(s)
+	if err != nil {
+		panic(err)
 	}
 	return l
 }

@@ -40,6 +40,7 @@ func (l *layout) indexMIG() error {
 					d.Model, g.Name, geom.Name)
 			}
 			l.modelGeom[m] = &geom
+			l.migMask |= 1 << uint(m)
 			l.hasMIG = true
 		}
 	}
@@ -81,15 +82,7 @@ func (s *State) MIGGeometry(model int) *mig.Model {
 func (s *State) HasMIG() bool { return s.hasMIG }
 
 // MIGMask is the set of MIG models.
-func (s *State) MIGMask() ModelMask {
-	var m ModelMask
-	for i, g := range s.modelGeom {
-		if g != nil {
-			m |= 1 << uint(i)
-		}
-	}
-	return m
-}
+func (s *State) MIGMask() ModelMask { return s.migMask }
 
 // MIGLayout is the layout of device k of node n: the one it has now, or
 // the one a planned re-partition gives it (see MIGPending). Nil for non-MIG

@@ -82,6 +82,7 @@ type layout struct {
 	// MIG: geometry of each model (nil for non-MIG models); hasMIG gates
 	// the per-device MIG arrays of State so clusters without MIG pay nothing.
 	modelGeom []*mig.Model
+	migMask   ModelMask
 	hasMIG    bool
 }
 

@@ -64,21 +64,7 @@ func migAdvertised(n *corev1.Node) map[string]int {
 }
 
 // parseLayout reads "3g.40gb@0,3g.40gb@4".
-func parseLayout(s string) (mig.Layout, error) {
-	l := mig.Layout{}
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		p, st, ok := strings.Cut(f, "@")
-		start, err := strconv.Atoi(st)
-		if !ok || err != nil || p == "" {
-			return nil, fmt.Errorf("instance %q: want <profile>@<start>", f)
-		}
-		l = append(l, mig.Instance{Profile: p, Start: start})
-	}
-	return l, nil
-}
+func parseLayout(s string) (mig.Layout, error) { return mig.ParseLayout(s) }
 
 // formatLayout writes a layout as parseLayout reads it, by start.
 func formatLayout(l mig.Layout) string {

@@ -269,7 +269,10 @@ func (f *FragScorer) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	case r.shared():
 		best, gpu := 0.0, -1
 		fractionalGPUs(s, n, r, func(k int, fk int32) {
-			milli, _ := shareMilli(s, n, k, r)
+			milli := int32(r.GPUMilli)
+			if r.ByMemory() {
+				milli, _ = shareMilli(s, n, k, r)
+			}
 			copy(probe, free)
 			probe[k] -= milli
 			d := f.nodeFrag(s, n, cpu, mem, probe) - before
