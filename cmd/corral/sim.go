@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/report"
 	"github.com/corral-dev/corral/internal/sim"
 	"github.com/corral-dev/corral/internal/trace"
@@ -31,6 +32,7 @@ const (
 
 type simOptions struct {
 	cluster, trace, protocol, policies, seeds string
+	queues                                    string
 	out, jsonFile                             string
 	noProgress                                bool
 	maxRejections                             int
@@ -53,12 +55,18 @@ in time, for corral, spread and binpack.
 
 Clusters: ` + strings.Join(trace.Presets(), ", ") + `, "dgx-h100:blocks=B,racks=R,nodes=N", or a cluster YAML file.
 Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, or a trace file (.csv, .yaml).
+Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, team-b, team-c, each guaranteed a quarter
+          of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
+Policies: corral, spread, binpack; for preemption reports corral-newest (corral
+          placing, victims chosen by lowest priority then newest, as peer
+          schedulers do, no consolidation) and corral-nomove (no consolidation).
 Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
            replay (submit and finish in time). The default is fgd for openb traces
            and replay otherwise.`,
 		Example: `  corral sim
   corral sim --cluster openb --trace openb:default --protocol fgd --seeds 42-51
-  corral sim --cluster lingjun --trace gen:llm?jobs=3000 --json out.json`,
+  corral sim --cluster lingjun --trace gen:llm?jobs=3000 --json out.json
+  corral sim --trace 'gen:llm?jobs=800&late=0.5' --queues teams --policies corral,corral-newest`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, strings.Join(os.Args, " "))
@@ -69,6 +77,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.trace, "trace", defaultTrace, "trace name, generator or file")
 	f.StringVar(&o.protocol, "protocol", "", "fgd or replay (default: fgd for openb traces, else replay)")
 	f.StringVar(&o.policies, "policies", "corral,spread,binpack", "comma-separated policies")
+	f.StringVar(&o.queues, "queues", "", "queue preset or YAML file (replay)")
 	f.StringVar(&o.seeds, "seeds", "42", "seeds: 42, 42,43 or 42-51")
 	f.StringVar(&o.out, "out", "corral-report", "folder for report.html and summary.json")
 	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
@@ -145,6 +154,15 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			return err
 		}
 	}
+	var queues []queue.Spec
+	if o.queues != "" {
+		if protocol != sim.Replay {
+			return fmt.Errorf("--queues needs the replay protocol (queues divide capacity over time)")
+		}
+		if queues, err = trace.LoadQueues(o.queues, spec); err != nil {
+			return err
+		}
+	}
 	progress := !o.noProgress && isTerminal(stderr)
 	var results []metrics.Result
 	var rejected []sim.Rejection
@@ -153,7 +171,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		if err != nil {
 			return err
 		}
-		in := sim.Input{ClusterName: o.cluster, Topology: spec.Topology, Nodes: spec.Nodes, TraceName: o.trace}
+		in := sim.Input{ClusterName: o.cluster, Topology: spec.Topology, Nodes: spec.Nodes, TraceName: o.trace, Queues: queues}
 		for _, j := range tr.Jobs {
 			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime})
 		}

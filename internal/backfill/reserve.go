@@ -12,6 +12,7 @@ import (
 
 // Placed is one pod's share of a node.
 type Placed struct {
+	Pod   workload.PodRef
 	Node  int
 	Alloc cluster.Alloc
 }

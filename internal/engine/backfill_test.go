@@ -16,7 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-var t0 = time.Unix(0, 0).UTC()
+var bfEpoch = time.Unix(0, 0).UTC()
 
 // world is a tiny driver: it runs cycles, applies plans and ends jobs when
 // their expected runtime is over (the estimates are exact here).
@@ -34,7 +34,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, s *cluster.State, cfg Config) *world {
-	return &world{t: t, s: s, eng: New(cfg), now: t0, running: map[workload.JobID]*RunningJob{},
+	return &world{t: t, s: s, eng: New(cfg), now: bfEpoch, running: map[workload.JobID]*RunningJob{},
 		ends: map[workload.JobID]time.Time{}, started: map[workload.JobID]time.Time{}}
 }
 
@@ -188,7 +188,7 @@ func TestHeadGangStartsAtItsReservation(t *testing.T) {
 			var firstRes []Reservation
 			for k := 0; k <= 30; k++ {
 				if k > 0 {
-					w.advance(t0.Add(time.Duration(k) * 10 * time.Minute))
+					w.advance(bfEpoch.Add(time.Duration(k) * 10 * time.Minute))
 					for _, x := range []string{"a", "b"} {
 						w.submit(build.Job(fmt.Sprintf("small-%02d%s", k, x)).GPUs(8).Submit(int64(k * 600)).
 							Expected(20 * time.Minute).Obj())
@@ -201,14 +201,14 @@ func TestHeadGangStartsAtItsReservation(t *testing.T) {
 			}
 			got := time.Duration(-1)
 			if at, ok := w.started["head"]; ok {
-				got = at.Sub(t0)
+				got = at.Sub(bfEpoch)
 			}
 			if got != tc.want {
 				t.Errorf("gang started at %v, want %v", got, tc.want)
 			}
 			if tc.policy == Corral {
 				want := []Reservation{{Job: "head", Level: "rack", Domain: "r0",
-					Nodes: []string{"r0-n-0", "r0-n-1", "r0-n-2", "r0-n-3"}, Start: t0.Add(100 * time.Minute)}}
+					Nodes: []string{"r0-n-0", "r0-n-1", "r0-n-2", "r0-n-3"}, Start: bfEpoch.Add(100 * time.Minute)}}
 				if diff := cmp.Diff(want, firstRes); diff != "" {
 					t.Errorf("first reservation (-want +got):\n%s", diff)
 				}
@@ -250,24 +250,24 @@ func TestBackfillNeverDelaysTheReservation(t *testing.T) {
 			if p.Stats.Backfilled != tc.backfilled {
 				t.Errorf("Backfilled = %d, want %d", p.Stats.Backfilled, tc.backfilled)
 			}
-			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(t0.Add(time.Hour)) {
+			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(bfEpoch.Add(time.Hour)) {
 				t.Fatalf("reservations %+v, want head at 60 min", p.Reservations)
 			}
 			// Later cycles never push the reservation back.
 			for _, at := range []time.Duration{10 * time.Minute, 50 * time.Minute} {
-				w.advance(t0.Add(at))
+				w.advance(bfEpoch.Add(at))
 				p = w.cycle()
 				if _, ok := w.started["head"]; ok {
 					t.Fatalf("head started at %v, before its reservation", at)
 				}
-				if len(p.Reservations) != 1 || p.Reservations[0].Start.After(t0.Add(time.Hour)) {
+				if len(p.Reservations) != 1 || p.Reservations[0].Start.After(bfEpoch.Add(time.Hour)) {
 					t.Errorf("at %v: reservations %+v, want no later than 60 min", at, p.Reservations)
 				}
 			}
-			w.advance(t0.Add(time.Hour))
+			w.advance(bfEpoch.Add(time.Hour))
 			w.cycle()
-			if at, ok := w.started["head"]; !ok || !at.Equal(t0.Add(time.Hour)) {
-				t.Errorf("head started at %v (%v), want 60 min", at.Sub(t0), ok)
+			if at, ok := w.started["head"]; !ok || !at.Equal(bfEpoch.Add(time.Hour)) {
+				t.Errorf("head started at %v (%v), want 60 min", at.Sub(bfEpoch), ok)
 			}
 		})
 	}
@@ -370,7 +370,7 @@ func TestHeldCapacity(t *testing.T) {
 			}
 			if tc.pool.GPUs > 0 {
 				// The count pool is r0-n-0: free it, fill r1.
-				w.advance(t0.Add(time.Hour))
+				w.advance(bfEpoch.Add(time.Hour))
 				w.run(build.Job("r1busy").GPUs(8).Pods(2).Expected(time.Hour).Obj(), "r1-n-0", "r1-n-1")
 				w.run(min8("r0n1", 60), "r0-n-1")
 			}
@@ -461,7 +461,7 @@ func TestMaxRuntime(t *testing.T) {
 			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 1)), Config{Policy: Corral,
 				Backfill: BackfillConfig{OnMaxRuntime: tc.action}})
 			w.run(build.Job("long").GPUs(8).MaxRuntime(time.Hour).Expected(10*time.Hour).Obj(), "r0-n-0")
-			w.advance(t0.Add(tc.ran))
+			w.advance(bfEpoch.Add(tc.ran))
 			w.submit(min8("next", 30))
 			p := w.cycle()
 			if got := len(p.Evictions) == 1; got != tc.wantEvict {
@@ -507,7 +507,9 @@ func TestStarvationAge(t *testing.T) {
 			w.now = t0.Add(tc.waited)
 			w.run(min8("busy", 60), "r0-n-0")
 			tc.hp.Submit = w.now
-			w.submit(build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj(), tc.hp)
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head.Submit = t0
+			w.submit(head, tc.hp)
 			p := w.cycle()
 			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced {
 				t.Errorf("hp placed = %v, want %v (reservations %+v)", got, tc.wantPlaced, p.Reservations)
@@ -523,6 +525,36 @@ func TestStarvationAge(t *testing.T) {
 				if pe.Job == "head" && starved && !strings.Contains(pe.Reason.Message, "(waiting past the starvation age)") {
 					t.Errorf("head reason %q", pe.Reason.Message)
 				}
+			}
+		})
+	}
+}
+
+// TestPreemptionAndBackfillEvictOnce: a job stopped at its max runtime, or
+// shrunk, is never also a preemption victim in the same cycle.
+func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
+	cases := map[string]struct {
+		running *workload.Job
+		want    EvictionCause
+	}{
+		"past its max runtime": {running: build.Job("low").GPUs(8).Pods(2).Preemptible().MaxRuntime(time.Hour).
+			Expected(10 * time.Hour).Obj(), want: CauseMaxRuntime},
+		"elastic above its minimum": {running: build.Job("low").GPUs(8).Pods(2).Min(1).Preemptible().
+			Expected(10 * time.Hour).Obj(), want: CauseShrink},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			w.now = t0
+			w.run(tc.running, "r0-n-0", "r0-n-1")
+			w.advance(t0.Add(2 * time.Hour))
+			w.submit(build.Job("high").GPUs(8).Priority(100).Expected(time.Hour).Obj())
+			p := w.cycle()
+			if len(p.Evictions) != 1 || p.Evictions[0].Job != "low" || p.Evictions[0].Cause != tc.want {
+				t.Errorf("evictions %+v, want one %s of low", p.Evictions, tc.want)
+			}
+			if !outcomeOf(p, "high").Placed {
+				t.Errorf("high not placed: %+v", p.Pending)
 			}
 		})
 	}

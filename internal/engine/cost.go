@@ -7,17 +7,18 @@ import (
 )
 
 // LastCheckpoint is when the running job last saved its state: the time it
-// reported, else the last multiple of its checkpoint interval since it
-// started, else its start (all work so far would be lost).
+// reported, else the last multiple of its checkpoint interval since its
+// work began (after the restart overhead), else its start: before its first
+// checkpoint, everything since the start is lost, the overhead it spent
+// starting included.
 func LastCheckpoint(rj RunningJob, now time.Time) time.Time {
 	if !rj.LastCheckpoint.IsZero() && !rj.LastCheckpoint.After(now) && rj.LastCheckpoint.After(rj.Start) {
 		return rj.LastCheckpoint
 	}
 	if ci := rj.Job.CheckpointInterval; ci > 0 && now.After(rj.Start) {
-		// Work only begins after the restart overhead.
 		begin := rj.Start.Add(rj.Job.RestartOverhead)
-		if now.After(begin) {
-			return begin.Add(now.Sub(begin) / ci * ci)
+		if done := now.Sub(begin) / ci; done > 0 {
+			return begin.Add(done * ci)
 		}
 	}
 	return rj.Start

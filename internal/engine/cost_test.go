@@ -39,6 +39,8 @@ func TestRestartCost(t *testing.T) {
 		{"reported checkpoint wins", running(40*time.Minute, 0, t0.Add(55*time.Minute)), nil, t0.Add(time.Hour), 16 * 5 * 60},
 		{"reported checkpoint in the future is ignored", running(0, 0, t0.Add(2*time.Hour)), nil, t0.Add(time.Hour), 16 * 3600},
 		{"only the named pods", running(0, 0, time.Time{}), []workload.PodRef{{Job: "j", Index: 1}}, t0.Add(time.Hour), 8 * 3600},
+		{"before the first checkpoint: all since start, overhead included", running(30*time.Minute, 10*time.Minute, time.Time{}), nil,
+			t0.Add(20 * time.Minute), 16 * (20*60 + 10*60)},
 		{"before start: only the overhead", running(0, 5*time.Minute, time.Time{}), nil, t0.Add(-time.Minute), 16 * 5 * 60},
 	}
 	for _, c := range cases {

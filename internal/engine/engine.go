@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
@@ -31,6 +32,15 @@ const (
 	Greedy Policy = "greedy"
 )
 
+// CorralNewest is corral with the peers' preemption: victims by lowest
+// priority, then newest, and no consolidation. It is the baseline for
+// preemption reports, not in Policies (default runs leave it out).
+const CorralNewest Policy = "corral-newest"
+
+// CorralNoMove is corral without consolidation moves: an ablation for
+// preemption reports.
+const CorralNoMove Policy = "corral-nomove"
+
 // Policies lists every policy in report order.
 var Policies = []Policy{Corral, Spread, Binpack, FIFO, Greedy}
 
@@ -39,12 +49,12 @@ func (p Policy) gangs() bool { return p == Corral || p == FIFO || p == Greedy }
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range Policies {
+	for _, p := range append(Policies, CorralNewest, CorralNoMove) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy, corral-newest, corral-nomove)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -78,7 +88,18 @@ func (PriorityFIFO) Order(s *Snapshot) []int {
 // Config chooses the engine's behaviour.
 type Config struct {
 	Policy  Policy
-	Orderer Orderer // nil: PriorityFIFO
+	Orderer Orderer // nil: PriorityFIFO; unused when the snapshot has queues
+	// Aging is the wait that raises a job's priority by one inside its queue
+	// (queues only); zero means DefaultAging, negative turns aging off.
+	Aging time.Duration
+	// Preemption picks victims (corral only); "" is PreemptLeastLost.
+	Preemption Preemption
+	// PreemptBudget caps the placements one cycle tries while searching
+	// for victims; zero means DefaultPreemptBudget.
+	PreemptBudget int
+	// NoConsolidation turns consolidation moves off (preemption and
+	// reclaim stay).
+	NoConsolidation bool
 	// Backfill tunes reservations and runtime limits.
 	Backfill BackfillConfig
 }
@@ -87,8 +108,10 @@ type Config struct {
 // function (node fragmentation per mix), so a cycle's Plan depends on its
 // Snapshot alone. An Engine is used by one goroutine at a time.
 type Engine struct {
-	cfg  Config
-	frag placement.FragMemo
+	cfg   Config
+	name  Policy // as asked for: CorralNewest runs as Corral
+	frag  placement.FragMemo
+	trees treeCache
 }
 
 // New returns an engine for a policy.
@@ -99,18 +122,33 @@ func New(cfg Config) *Engine {
 	if cfg.Orderer == nil {
 		cfg.Orderer = PriorityFIFO{}
 	}
-	return &Engine{cfg: cfg}
+	name := cfg.Policy
+	switch cfg.Policy {
+	case CorralNewest:
+		cfg.Policy, cfg.Preemption = Corral, PreemptNewest
+	case CorralNoMove:
+		cfg.Policy, cfg.NoConsolidation = Corral, true
+	}
+	if cfg.Preemption == "" {
+		cfg.Preemption = PreemptLeastLost
+	}
+	return &Engine{cfg: cfg, name: name}
 }
 
 // Policy returns the engine's policy.
-func (e *Engine) Policy() Policy { return e.cfg.Policy }
+func (e *Engine) Policy() Policy { return e.name }
 
 // Cycle decides what to do now. It:
 //  1. copies the free capacity into a running view it alone changes,
-//  2. orders the pending jobs,
+//  2. orders the pending jobs: with queues, DRF across leaf queues (the one
+//     furthest below its fair share first) and priority with aging inside
+//     one; without, the Orderer; jobs whose queue refuses them wait,
 //  3. places each job (corral: the whole gang or nothing; baselines: pod by
-//     pod), against the running view so nothing is booked twice,
-//  4. explains every job left waiting.
+//     pod), against the running view so nothing is booked twice, within its
+//     queue's limits,
+//  4. makes room for a job that only waits for capacity by preempting,
+//     reclaiming or consolidating running jobs (corral only),
+//  5. explains every job left waiting and reports the queues.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	view := s.State.Clone()
 	var scorer placement.Scorer
@@ -136,21 +174,44 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	bf.enforceMaxRuntime(&plan)
 	bf.resolvePools(&plan)
 	failed := map[string]Reason{}
-	order := e.cfg.Orderer.Order(s)
-	// Backfill step: the oldest job waiting past the starvation age gets a
-	// reservation before anything is placed, so that no job, whatever its
-	// priority, takes its room unless it ends first.
-	bf.reserveStarved(order, &plan)
-	for _, i := range order {
+	// Queues (issue 5): resolve every job's leaf queue, usage, demand and
+	// fair shares; nil without queues. Jobs their queue refuses wait here.
+	qs := e.newQueueState(s, view)
+	static := e.cfg.Orderer.Order(s)
+	var order jobOrder = &fixedOrder{idx: static}
+	if qs != nil {
+		order = qs
+		plan.Pending = append(plan.Pending, qs.refusedPending(s)...)
+		plan.Stats.JobsConsidered += len(qs.refused)
+		admitted := static[:0:0]
+		for _, i := range static {
+			if _, no := qs.refused[i]; !no {
+				admitted = append(admitted, i)
+			}
+		}
+		static = admitted
+	}
+	// Preemption (issue 5): nil when nothing may be evicted.
+	room := e.newRoomMaker(s, view, placer, scorer, devices, qs, &plan.Stats)
+	// Backfill step: preemption and backfill never evict one job twice.
+	bf.attach(room)
+	// Backfill step (issue 6): the oldest job waiting past the starvation age
+	// gets a reservation before anything is placed, so that no job, whatever
+	// its priority or queue, takes its room unless it ends first.
+	bf.reserveStarved(static, &plan)
+	for i, more := order.next(); more; i, more = order.next() {
 		pj := s.Pending[i]
 		plan.Stats.JobsConsidered++
+		leaf := qs.leafOfJob(i)
 		pods, reason, ok := resolvePods(view, pj)
 		if !ok {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
 		if !e.cfg.Policy.gangs() {
+			n := len(plan.Binds)
 			e.podByPod(placer, pj, pods, &plan)
+			qs.boundBinds(leaf, view, plan.Binds[n:])
 			continue
 		}
 		// Backfill step: under strict FIFO nobody passes a blocked head.
@@ -177,9 +238,15 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				}
 			}
 		}
+		// Queue limit, before placing (issue 5): what the job asks for would
+		// take its queue past a limit.
+		if why := qs.limitBefore(leaf, view, pj); why != "" {
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
+			continue
+		}
 		// Backfill step: hold the reserved nodes this job cannot leave in
 		// time and the pools it may not use.
-		key := shapeKey(gang) + "#" + bf.admit(pj.Job)
+		key := shapeKey(gang) + room.shapeSuffix(pj.Job, leaf) + "#" + bf.admit(pj.Job)
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: an identical gang fails too.
 			plan.Stats.ShapeCacheHits++
@@ -195,6 +262,11 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				res = r2
 			}
 		}
+		// MIG: no free instance serves the job; plan re-partitions of idle
+		// MIG GPUs for it (devices.go).
+		if res.Failure != nil && view.HasMIG() && planMIG(placer, pj.Job.ID, gang, s.Mix, &plan) {
+			continue
+		}
 		if res.Failure != nil && res.Failure.Verdict == placement.WaitFree {
 			// Backfill step, before any preemption: take back pods elastic
 			// jobs hold above their minimum, then pools backfilled by others.
@@ -202,6 +274,17 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 				res = r2
 			} else if r2, ok := bf.reclaimPool(placer, pj.Job, gang, &plan); ok {
 				res = r2
+			}
+		}
+		var evictions []Eviction
+		if res.Failure != nil {
+			// Preemption, reclaim, consolidation (issue 5): on success the
+			// job is placed on the view with the victims' capacity.
+			r2, evs, why := room.makeRoom(pj, leaf, gang, res.Failure)
+			if len(r2.Assignments) > 0 {
+				res, evictions = r2, evs
+			} else if why != "" {
+				res.Failure.Message += "; " + why
 			}
 		}
 		if res.Failure != nil {
@@ -213,12 +296,24 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: bf.blocked(pj.Job, gang, r, &plan)})
 			continue
 		}
+		// Queue limit, once the GPU models are known (issue 5).
+		if why := qs.limitAfter(leaf, view, res.Assignments); why != "" && len(evictions) == 0 {
+			placer.Undo()
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
+			continue
+		}
+		qs.bound(leaf, view, res.Assignments)
+		plan.Evictions = append(plan.Evictions, evictions...)
 		placer.Commit()
 		gb := bindOf(view, pj.Job.ID, res)
 		plan.Binds = append(plan.Binds, gb)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
 		bf.placed(pj.Job, gb, &plan)
+	}
+	// Queue status (issue 5): every queue's standing after the cycle.
+	if qs != nil {
+		plan.Queues = qs.statuses(s, view, plan.Pending)
 	}
 	// Backfill step: elastic jobs grow into capacity nobody waits for; then
 	// every hold is lifted.
@@ -262,13 +357,17 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 	}
 	var pods []placement.PodReq
 	var unknown []string
+	var problem string
 	pj.Job.EachPod(func(ref workload.PodRef, r workload.Request) {
 		if pj.Waiting != nil && !waiting[ref] {
 			return
 		}
 		pr, unk := placement.Resolve(s, ref, r)
-		if pr.Mask == 0 && r.GPUMilliTotal() > 0 {
+		if pr.Mask == 0 && r.NeedsGPU() {
 			unknown = append(unknown, unk...)
+		}
+		if problem == "" {
+			problem = deviceProblem(s, &pr, len(unk) > 0)
 		}
 		pods = append(pods, pr)
 	})
@@ -276,6 +375,9 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 		sort.Strings(unknown)
 		return nil, never(cluster.LevelCluster, fmt.Sprintf("no GPU of model %s in the cluster (models: %s)",
 			strings.Join(dedupe(unknown), "|"), strings.Join(s.Models(), ", "))), false
+	}
+	if problem != "" {
+		return nil, never(cluster.LevelCluster, problem), false
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
 	return pods, Reason{}, true
@@ -320,7 +422,12 @@ func shapeKey(g placement.Gang) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
 	for _, p := range g.Pods {
-		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask), p.Scope)
+		fmt.Fprintf(&b, "|%d,%d,%d,%d,%d,%s,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, p.GPUMemMiB, p.MIGProfile,
+			uint64(p.Mask), p.Scope)
+		if p.Devices != nil {
+			// Equal shapes over different eligible devices are not interchangeable.
+			fmt.Fprintf(&b, ",devices=%q/%t", p.Devices.Key, p.Devices.All)
+		}
 		if len(p.NodeLabels) > 0 {
 			keys := make([]string, 0, len(p.NodeLabels))
 			for k, v := range p.NodeLabels {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
@@ -148,10 +149,28 @@ type Reservation struct {
 	Start time.Time
 }
 
+// Repartition re-partitions one idle MIG GPU into Layout, for the node's MIG
+// manager to carry out. The jobs waiting for it stay pending (reason
+// "waiting for MIG re-partition of <node>/<gpu>") until the node reports
+// the new layout: only then do its instances exist to bind to.
+type Repartition struct {
+	Node        string
+	NodeIndex   int
+	Device      string // device id
+	DeviceIndex int
+	Layout      mig.Layout
+	// Old is the layout the GPU has now (idle: no instance in use).
+	Old mig.Layout
+	// Reason is one readable line: which job it serves.
+	Reason string
+}
+
 // Plan is all one cycle decided; drivers apply it in field order.
 type Plan struct {
 	Evictions []Eviction
-	Binds     []GangBind
+	// Repartitions come before binds: no bind of the same plan uses them.
+	Repartitions []Repartition
+	Binds        []GangBind
 	// Reservations are the holds for blocked head jobs this cycle made.
 	Reservations []Reservation
 	Pending      []Pending
@@ -179,6 +198,16 @@ type CycleStats struct {
 	JobsPlaced     int
 	PodsPlaced     int
 	ShapeCacheHits int // jobs skipped because an identical shape already failed this cycle
+
+	// Preemption: searches run, placements they tried, searches that ran out
+	// of budget (their jobs keep waiting; the reason says so), and
+	// evictions decided (consolidation moves included).
+	PreemptSearches    int
+	PreemptEvaluations int
+	PreemptGaveUp      int
+	Evictions          int
+	Consolidations     int
+
 	// Backfilled counts jobs placed on reserved nodes because they are
 	// expected to end before the reservation starts.
 	Backfilled int

@@ -49,11 +49,34 @@ type Summary struct {
 	// Evictions and restarts (preemption, reclaim, failures).
 	// Evictions counts eviction decisions carried out; JobsRestarted the
 	// jobs that stopped because of one and went back to pending.
-	Evictions     int `json:"evictions"`
-	JobsRestarted int `json:"jobs_restarted"`
+	Evictions int `json:"evictions"`
+	// MIGRepartitions counts idle MIG GPUs re-partitioned by the plans.
+	MIGRepartitions int `json:"mig_repartitions,omitempty"`
+	JobsRestarted   int `json:"jobs_restarted"`
 	// GPUHoursLost is the work thrown away by those restarts: GPUs × the
 	// time since each job's last checkpoint.
 	GPUHoursLost float64 `json:"gpu_hours_lost"`
+	// Evictions by cause (replay): priority preemption, reclaim across
+	// queues, consolidation moves; and the part of GPUHoursLost that
+	// preemption with reclaim, and consolidation, threw away.
+	Preempted                 int     `json:"preempted"`
+	Reclaimed                 int     `json:"reclaimed"`
+	Consolidated              int     `json:"consolidated"`
+	GPUHoursLostPreemption    float64 `json:"gpu_hours_lost_preemption"`
+	GPUHoursLostConsolidation float64 `json:"gpu_hours_lost_consolidation"`
+
+	// Queues (replay with queues). FairnessJain is Jain's index of the leaf
+	// queues' GPU allocation / fair share, time-averaged over the arrival
+	// window (1 = every queue at its share; fair shares are the engine's,
+	// by guarantee, weight and demand). LateQueue is the queue whose first
+	// job arrived last. A queue is short while it holds less than 95% of
+	// its fair share with jobs waiting; LateQueueToShareS is how long the
+	// late queue's first shortage lasted (-1: it never ended),
+	// LateQueueShortMeanS the mean over all its shortages.
+	FairnessJain        float64 `json:"fairness_jain,omitempty"`
+	LateQueue           string  `json:"late_queue,omitempty"`
+	LateQueueToShareS   float64 `json:"late_queue_to_share_s"`
+	LateQueueShortMeanS float64 `json:"late_queue_short_mean_s"`
 
 	// Time.
 	WaitP50S  float64 `json:"wait_p50_s"`

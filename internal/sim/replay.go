@@ -11,6 +11,7 @@ import (
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -111,14 +112,22 @@ type replay struct {
 	loc        *locality
 	rej        []Rejection
 	running    []int // job indexes holding a started gang, in start order
+	recycles   int   // nested cycles run at one instant after re-partitions
+	fair       *fairness
 	// hist is the completed runtimes the engine estimates from, kept here
 	// as a real driver keeps it.
 	hist backfill.History
+	// requeued counts jobs requeued at their max runtime.
+	requeued int
 }
 
-func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
+// maxRecycles bounds the cycles run at one instant because re-partitions
+// were applied; each one re-partitions an idle GPU, so a handful suffice.
+const maxRecycles = 8
+
+func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []queue.Spec, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
-		capacity: state.CapacityMilli(), loc: newLocality(state)}
+		capacity: state.CapacityMilli(), loc: newLocality(state), fair: newFairness(queues, jobs)}
 	for i, j := range jobs {
 		r.jobs = append(r.jobs, &jobRun{job: j, bound: map[workload.PodRef]engine.PodBind{}, running: -1})
 		r.byID[j.ID] = i
@@ -164,17 +173,20 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 			changed = true
 		}
 		if changed && (len(r.pending) > 0 || wake || r.mayGrow()) {
-			restarted := r.res.Summary.JobsRestarted
+			requeued := r.requeued
 			if err := r.cycle(now); err != nil {
 				return r.rej, err
 			}
-			if r.res.Summary.JobsRestarted > restarted && !retried.Equal(now) {
-				// Jobs evicted back to the queue in this cycle could run on
-				// what it freed: one more cycle at the same time (once, so
-				// that no plan can loop the clock in place).
+			if r.requeued > requeued && !retried.Equal(now) {
+				// Jobs stopped at their max runtime and requeued in this
+				// cycle could run on what it freed: one more cycle at the
+				// same time (once, so that no plan can loop the clock in
+				// place).
 				retried = now
 				r.push(now, evRetry, 0)
 			}
+		} else if changed {
+			r.fair.satisfied(now) // nothing waits: every queue has what it asks for
 		}
 		r.sample(now)
 		if cfg.Progress != nil && processed%64 == 0 {
@@ -205,6 +217,7 @@ func (r *replay) advance(now time.Time) {
 	if w := until.Sub(r.lastT).Seconds(); w > 0 {
 		r.area += float64(r.allocated) * w
 		r.usefulArea += float64(r.useful) * w
+		r.fair.advance(w)
 	}
 	if dt > 0 {
 		for _, i := range r.pending {
@@ -228,7 +241,7 @@ func (r *replay) sample(now time.Time) {
 }
 
 func (r *replay) cycle(now time.Time) error {
-	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Runtimes: &r.hist}
+	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
 	for _, i := range r.pending {
 		jr := r.jobs[i]
 		pj := engine.PendingJob{Job: jr.job.Job}
@@ -242,7 +255,7 @@ func (r *replay) cycle(now time.Time) error {
 		snap.Pending = append(snap.Pending, pj)
 	}
 	for _, i := range r.running {
-		snap.Running = append(snap.Running, r.runningJob(r.jobs[i]))
+		snap.Running = append(snap.Running, r.runningJob(r.jobs[i], now))
 	}
 	t0 := r.cfg.Clock()
 	plan := r.eng.Cycle(snap)
@@ -256,7 +269,20 @@ func (r *replay) cycle(now time.Time) error {
 		if err := r.evict(ev, now); err != nil {
 			return err
 		}
+		switch ev.Cause {
+		case engine.CausePreempt:
+			r.res.Summary.Preempted++
+		case engine.CauseReclaim:
+			r.res.Summary.Reclaimed++
+		case engine.CauseConsolidate:
+			r.res.Summary.Consolidated++
+		}
 	}
+	if err := repartition(r.state, plan, r.res); err != nil {
+		return err
+	}
+	r.fair.observe(plan.Queues, now)
+
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
 			return err
@@ -283,7 +309,7 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	for _, p := range plan.Pending {
-		if p.Reason.Verdict != placement.NeverFits {
+		if p.Reason.Verdict != placement.NeverFits && p.Reason.Verdict != placement.Refused {
 			continue
 		}
 		jr := r.jobs[r.byID[p.Job]]
@@ -301,6 +327,12 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	r.pending = kept
+	if len(plan.Repartitions) > 0 && len(r.pending) > 0 && r.recycles < maxRecycles {
+		// The jobs that waited for the new layouts can bind now.
+		r.recycles++
+		defer func() { r.recycles-- }()
+		return r.cycle(now)
+	}
 	return nil
 }
 
@@ -369,11 +401,24 @@ func (r *replay) resize(jr *jobRun, now time.Time) {
 	}
 }
 
-// runningJob is the engine's view of a started job.
-func (r *replay) runningJob(jr *jobRun) engine.RunningJob {
+// runningJob is the engine's view of a started job. The simulated training
+// loop reports its last checkpoint, as the corral.dev/last-checkpoint
+// annotation does in a cluster.
+func (r *replay) runningJob(jr *jobRun, now time.Time) engine.RunningJob {
 	rj := engine.RunningJob{Job: jr.job.Job, Start: jr.start}
 	for _, ref := range sortedRefs(jr.bound) {
 		rj.Pods = append(rj.Pods, jr.bound[ref])
+	}
+	if saved, _ := r.progress(jr, now); saved > 0 {
+		overhead := time.Duration(0)
+		if jr.restarts > 0 {
+			overhead = jr.job.RestartOverhead
+		}
+		slow := jr.slow
+		if slow <= 0 {
+			slow = 1
+		}
+		rj.LastCheckpoint = jr.start.Add(overhead + time.Duration(float64(saved)*slow))
 	}
 	return rj
 }
@@ -453,8 +498,18 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	milli := jr.job.GPUMilli()
 	saved, lost := r.progress(jr, now)
 	jr.workDone += saved
-	r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
+	lostHours := float64(milli) / workload.MilliPerGPU * lost.Hours()
+	r.res.Summary.GPUHoursLost += lostHours
+	switch ev.Cause {
+	case engine.CausePreempt, engine.CauseReclaim:
+		r.res.Summary.GPUHoursLostPreemption += lostHours
+	case engine.CauseConsolidate:
+		r.res.Summary.GPUHoursLostConsolidation += lostHours
+	}
 	r.res.Summary.JobsRestarted++
+	if ev.Cause == engine.CauseMaxRuntime {
+		r.requeued++
+	}
 	jr.restarts++
 	jr.epoch++
 	jr.started = false
@@ -544,6 +599,7 @@ func (r *replay) summarise() {
 		}
 	}
 	s.MakespanS = r.lastT.Sub(r.first).Seconds()
+	r.fair.summarise(s, r.lastArr.Sub(r.first).Seconds())
 	if span := r.lastArr.Sub(r.first).Seconds(); span > 0 && r.capacity > 0 {
 		s.UtilizationPct = 100 * r.usefulArea / (span * float64(r.capacity))
 		s.AllocatedPct = 100 * r.area / (span * float64(r.capacity))

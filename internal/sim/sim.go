@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -54,6 +55,8 @@ type Input struct {
 	Nodes       []cluster.Node
 	TraceName   string
 	Jobs        []Job
+	// Queues is the queue tree the engine sees (replay); empty: no queues.
+	Queues []queue.Spec
 }
 
 // Config is one run's settings.
@@ -106,12 +109,25 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	case FGD, FGDOffline:
 		rej, err = runFGD(state, eng, in.Jobs, cfg, &res)
 	case Replay:
-		rej, err = runReplay(state, eng, in.Jobs, cfg, &res)
+		rej, err = runReplay(state, eng, in.Jobs, in.Queues, cfg, &res)
 	default:
 		err = fmt.Errorf("unknown protocol %q", cfg.Protocol)
 	}
 	res.Summary.WallSeconds = time.Since(start).Seconds()
 	return res, rej, err
+}
+
+// repartition carries out a plan's MIG re-partitions at once: the
+// simulator's MIG manager is instantaneous, so the GPUs have their new
+// layouts before the next cycle.
+func repartition(s *cluster.State, plan engine.Plan, res *metrics.Result) error {
+	for _, rp := range plan.Repartitions {
+		if err := s.SetMIGLayout(rp.NodeIndex, rp.DeviceIndex, rp.Layout, false); err != nil {
+			return fmt.Errorf("plan's re-partition of %s/%s does not apply: %w", rp.Node, rp.Device, err)
+		}
+		res.Summary.MIGRepartitions++
+	}
+	return nil
 }
 
 // apply carries out one bind decision on the driver's state.

@@ -45,6 +45,15 @@ type genParams struct {
 	jobs int
 	load float64
 	seed int64
+	// late makes the last queue (team-c) a newly active one: its jobs
+	// arrive only in the last (1-late) of the span, so it must win its
+	// share back from queues that borrowed it. 0 leaves every queue active
+	// from the start.
+	late float64
+	// ckpt, when set, makes every job checkpoint at this interval (by
+	// default only multi-node jobs do, every 30 minutes); restart is the
+	// restart overhead of every job (default none).
+	ckpt, restart time.Duration
 }
 
 // parseGen reads "gen:llm?jobs=2000&load=0.9&seed=7"; parameters given in
@@ -58,8 +67,8 @@ func parseGen(spec string, opt Options) (genParams, error) {
 		p.load = opt.Load
 	}
 	name, query, _ := strings.Cut(strings.TrimPrefix(spec, "gen:"), "?")
-	if name != "llm" {
-		return p, fmt.Errorf("unknown generator %q (known: gen:llm)", spec)
+	if name != "llm" && name != "mig" {
+		return p, fmt.Errorf("unknown generator %q (known: gen:llm, gen:mig)", spec)
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
@@ -79,8 +88,23 @@ func parseGen(spec string, opt Options) (genParams, error) {
 			p.load, err = strconv.ParseFloat(v, 64)
 		case "seed":
 			p.seed, err = strconv.ParseInt(v, 10, 64)
+		case "late":
+			p.late, err = strconv.ParseFloat(v, 64)
+		case "ckpt", "restart":
+			var d time.Duration
+			if d, err = time.ParseDuration(v); err == nil && d < 0 {
+				err = fmt.Errorf("negative")
+			}
+			if err != nil {
+				return p, fmt.Errorf("%s: %s=%q is not a duration (e.g. 30m)", spec, k, v)
+			}
+			if k == "ckpt" {
+				p.ckpt = d
+			} else {
+				p.restart = d
+			}
 		default:
-			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed)", spec, k)
+			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed, late, ckpt, restart)", spec, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("%s: %s=%q is not a number", spec, k, v)
@@ -88,6 +112,9 @@ func parseGen(spec string, opt Options) (genParams, error) {
 	}
 	if p.jobs <= 0 || p.jobs > 1_000_000 {
 		return p, fmt.Errorf("%s: jobs=%d: want 1..1000000", spec, p.jobs)
+	}
+	if !(p.late >= 0 && p.late < 1) {
+		return p, fmt.Errorf("%s: late=%g: want a share of the span in [0, 1)", spec, p.late)
 	}
 	if !(p.load > 0 && p.load <= 100) {
 		return p, fmt.Errorf("%s: load=%g: want a share of GPU capacity above 0 (0.9 = 90%%)", spec, p.load)
@@ -103,6 +130,9 @@ func generate(spec string, opt Options) (*Trace, error) {
 	}
 	if opt.Cluster == nil {
 		return nil, fmt.Errorf("%s: the generator sizes jobs to a cluster: give one", spec)
+	}
+	if strings.HasPrefix(spec, "gen:mig") {
+		return genMIG(p, opt.Cluster)
 	}
 	runtimes, err := philly()
 	if err != nil {
@@ -120,6 +150,15 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 	}
 	rng := rand.New(rand.NewPCG(uint64(p.seed), 0x636f7272616c)) // "corral"
 	t := &Trace{Name: fmt.Sprintf("gen:llm?jobs=%d&load=%g&seed=%d", p.jobs, p.load, p.seed)}
+	if p.late > 0 {
+		t.Name += fmt.Sprintf("&late=%g", p.late)
+	}
+	if p.ckpt > 0 {
+		t.Name += "&ckpt=" + p.ckpt.String()
+	}
+	if p.restart > 0 {
+		t.Name += "&restart=" + p.restart.String()
+	}
 	var work float64 // GPU-seconds offered
 	for i := 0; i < p.jobs; i++ {
 		size := shape.sizes.draw(rng)
@@ -136,6 +175,10 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 			j.Priority, j.Preemptible = 100, false
 		}
 		shape.podSets(j, size)
+		if p.ckpt > 0 {
+			j.CheckpointInterval = p.ckpt
+		}
+		j.RestartOverhead = p.restart
 		work += float64(size) * runtime.Seconds()
 		t.Jobs = append(t.Jobs, Job{Job: j, Runtime: runtime})
 	}
@@ -149,8 +192,15 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 		at[i] = rng.Float64() * span
 	}
 	slices.Sort(at)
+	last := llmQueues[len(llmQueues)-1]
 	for i := range t.Jobs {
-		t.Jobs[i].Submit = Epoch.Add(time.Duration(at[i]) * time.Second)
+		sec := at[i]
+		if p.late > 0 && t.Jobs[i].Queue == last {
+			// The same jobs, squeezed into the late window: no extra draws,
+			// so the other queues' jobs are exactly those of late=0.
+			sec = p.late*span + sec*(1-p.late)
+		}
+		t.Jobs[i].Submit = Epoch.Add(time.Duration(sec) * time.Second)
 	}
 	return t, nil
 }

@@ -1,0 +1,141 @@
+package preempt
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/corral-dev/corral/internal/queue"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Kind is why a running job may be evicted for a waiting one.
+type Kind uint8
+
+const (
+	// NotAllowed: the running job stays.
+	NotAllowed Kind = iota
+	// ByPriority: same queue (or no queues), strictly lower priority.
+	ByPriority
+	// ByReclaim: another queue, and the waiting job's queue is owed its
+	// guarantee or its fair share by a queue holding more than its own.
+	ByReclaim
+)
+
+// Standing is a job's side of the eligibility rules: its leaf queue and the
+// queue's standing now. Without queues every field but Priority is empty.
+type Standing struct {
+	Queue    string
+	Priority int32
+	// Usage, Guarantee and Fair are the leaf queue's, now.
+	Usage, Guarantee, Fair queue.Amounts
+	// Reclaim: the queue (or an ancestor) may preempt other queues.
+	Reclaim bool
+}
+
+// Protected says why a running job may never be evicted now ("" if it may).
+func Protected(j *workload.Job, ranFor time.Duration) string {
+	if !j.Preemptible {
+		return "not preemptible"
+	}
+	if j.MinRuntime > 0 && ranFor < j.MinRuntime {
+		return fmt.Sprintf("inside its minimum runtime (%s of %s)", ranFor.Truncate(time.Second), j.MinRuntime)
+	}
+	return ""
+}
+
+// Eligible applies the rules to a waiting job p (which would charge its
+// queue charge) and a running job v (which holds held):
+//
+//   - same queue: v's priority is strictly below p's;
+//   - another queue, only when p's queue may reclaim, either
+//     (guarantee) p's queue stays within its guarantee on every guaranteed
+//     resource the job uses, and v's queue uses more than its guarantee of a
+//     resource the job needs; or
+//     (fair share) v's queue is above its fair share (dominant share > 1)
+//     and p's queue, with the job, stays strictly below v's queue's
+//     dominant share now, so the move cannot be undone by a move back.
+//
+// Priority does not count across queues: a guarantee is owed whatever the
+// borrower's priority.
+func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
+	if p.Queue == v.Queue {
+		if v.Priority < p.Priority {
+			return ByPriority
+		}
+		return NotAllowed
+	}
+	if !p.Reclaim {
+		return NotAllowed
+	}
+	after := queue.Amounts{}
+	for r, x := range p.Usage {
+		after[r] = x
+	}
+	for r, x := range charge {
+		after[r] += x
+	}
+	if owedGuarantee(p, charge, after) {
+		for _, r := range charge.Resources() {
+			if charge[r] > 0 && v.Usage[r] > v.Guarantee[r] {
+				return ByReclaim
+			}
+		}
+	}
+	vShare := queue.DominantShare(v.Usage, v.Fair)
+	if vShare > 1 && queue.DominantShare(after, p.Fair) < vShare {
+		return ByReclaim
+	}
+	return NotAllowed
+}
+
+// Keeps checks what a whole set of reclaim victims takes from one queue v
+// (removed, summed over the set), so that reclaim does not set off more
+// reclaim: after the evictions v must keep at least its guarantee on every
+// resource the waiting job uses (when p reclaims a guarantee), or at least
+// its fair share, with a dominant share no lower than p's queue will have
+// with the job (fair share). A queue reclaim took from is thus never owed
+// anything, and the two sides only move toward each other, never past.
+func Keeps(p Standing, charge queue.Amounts, v Standing, removed queue.Amounts) bool {
+	vAfter := queue.Amounts{}
+	for r, x := range v.Usage {
+		vAfter[r] = x
+	}
+	for r, x := range removed {
+		vAfter[r] -= x
+	}
+	pAfter := queue.Amounts{}
+	for r, x := range p.Usage {
+		pAfter[r] = x
+	}
+	for r, x := range charge {
+		pAfter[r] += x
+	}
+	keepsGuarantee := true
+	for _, r := range charge.Resources() {
+		if charge[r] > 0 && vAfter[r] < v.Guarantee[r] {
+			keepsGuarantee = false
+		}
+	}
+	if keepsGuarantee && owedGuarantee(p, charge, pAfter) {
+		return true
+	}
+	vShare := queue.DominantShare(vAfter, v.Fair)
+	return vShare >= 1 && queue.DominantShare(pAfter, p.Fair) <= vShare
+}
+
+// owedGuarantee: the job keeps p's queue within its guarantee on every
+// guaranteed resource it uses, and uses at least one.
+func owedGuarantee(p Standing, charge, after queue.Amounts) bool {
+	owed := false
+	for _, r := range charge.Resources() {
+		g := p.Guarantee[r]
+		if g <= 0 || charge[r] <= 0 {
+			continue
+		}
+		if after[r] > g {
+			return false
+		}
+		owed = true
+	}
+	return owed
+}
