@@ -24,11 +24,13 @@ const (
 	Spread Policy = "spread"
 	// Binpack: pod by pod onto the fullest node that fits (best fit); no gangs.
 	Binpack Policy = "binpack"
-	// FIFO: corral's gang placement in strict order: once a job is blocked,
-	// every job behind it waits too (head-of-line blocking, no backfill).
+	// FIFO: corral in strict order: once a job is blocked, every job behind
+	// it waits too (head-of-line blocking, no backfill). Same placement,
+	// queues and preemption as corral; no reservations, pools or growth.
 	FIFO Policy = "fifo"
-	// Greedy: corral's gang placement where any job that fits starts, with
-	// no reservations (corral before issue 6): big gangs can starve.
+	// Greedy: corral where any job that fits starts and a blocked job
+	// reserves nothing (corral before issue 6): big gangs can starve. Same
+	// placement, queues and preemption as corral; no pools or growth.
 	Greedy Policy = "greedy"
 )
 
