@@ -79,6 +79,7 @@ type backfiller struct {
 	// must leave alone the jobs the other evicted: releasing a pod twice
 	// would free capacity that is not there.
 	room     *roomMaker
+	qs       *queueState // the cycle's queues (issue 5), nil without them
 	seenEvs  int
 	otherEvs map[workload.JobID]bool // jobs evicted by other steps
 }
@@ -600,17 +601,35 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 			within = b.view.NodeDomain(rj.Pods[0].NodeIndex, lv)
 		}
 		b.admit(j)
+		leaf := ""
+		if b.qs != nil {
+			var err error
+			if leaf, err = b.qs.leaf(j); err != nil {
+				continue
+			}
+		}
 		var res placement.Result
+		full := false
 		j.EachPod(func(ref workload.PodRef, r workload.Request) {
-			if have[ref] || j.Validate() != nil {
+			if full || have[ref] || j.Validate() != nil {
 				return
 			}
 			pr, _ := placement.Resolve(b.view, ref, r)
-			if a, ok := placer.PlacePod(&pr, within); ok {
-				res.Assignments = append(res.Assignments, a)
+			a, ok := placer.PlacePod(&pr, within)
+			if !ok {
+				return
 			}
+			// A queue limit is a hard cap, idle capacity or not: grow one
+			// pod at a time up to it.
+			if why := b.qs.limitAfter(leaf, b.view, []placement.Assignment{a}); why != "" {
+				placer.Undo()
+				full = true
+				return
+			}
+			b.qs.bound(leaf, b.view, []placement.Assignment{a})
+			placer.Commit()
+			res.Assignments = append(res.Assignments, a)
 		})
-		placer.Commit()
 		if len(res.Assignments) == 0 {
 			continue
 		}
@@ -621,10 +640,10 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 	}
 }
 
-// attach links the cycle's preemption: the jobs stopped at their max
-// runtime are no victims for it.
-func (b *backfiller) attach(room *roomMaker) {
-	b.room = room
+// attach links the cycle's queues and preemption: growth stays within
+// queue limits, and the jobs stopped at their max runtime are no victims.
+func (b *backfiller) attach(room *roomMaker, qs *queueState) {
+	b.room, b.qs = room, qs
 	for id := range b.gone {
 		b.taken(id)
 	}

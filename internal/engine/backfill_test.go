@@ -13,6 +13,7 @@ import (
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -31,6 +32,7 @@ type world struct {
 	started map[workload.JobID]time.Time
 	pools   []backfill.Pool
 	hist    *backfill.History
+	queues  []queue.Spec
 }
 
 func newWorld(t *testing.T, s *cluster.State, cfg Config) *world {
@@ -78,7 +80,7 @@ func (w *world) submit(jobs ...*workload.Job) {
 
 func (w *world) cycle() Plan {
 	w.t.Helper()
-	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist}
+	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist, Queues: w.queues}
 	ids := make([]string, 0, len(w.running))
 	for id := range w.running {
 		ids = append(ids, string(id))
@@ -577,5 +579,33 @@ func TestStarvedLargestFirst(t *testing.T) {
 	}
 	if len(p.Reservations) == 0 || p.Reservations[0].Job != "big" || p.Stats.StarvedReservations == 0 {
 		t.Errorf("reservations %+v, want big's first", p.Reservations)
+	}
+}
+
+// TestElasticGrowthStaysWithinItsQueueLimit: idle capacity is no licence to
+// pass a queue's limit.
+func TestElasticGrowthStaysWithinItsQueueLimit(t *testing.T) {
+	cases := map[string]struct {
+		limit int64 // GPUs; 0: no limit
+		want  int   // pods grown
+	}{
+		"no limit: all missing pods":  {want: 3},
+		"limit 16 GPUs: one more pod": {limit: 16, want: 1},
+		"limit 8 GPUs: none":          {limit: 8, want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral})
+			spec := queue.Spec{Name: "a"}
+			if tc.limit > 0 {
+				spec.Limit = h100(tc.limit)
+			}
+			w.queues = []queue.Spec{spec}
+			w.run(build.Job("e").Queue("a").GPUs(8).Pods(4).Min(1).Expected(time.Hour).Obj(), "r0-n-0")
+			p := w.cycle()
+			if p.Stats.PodsGrown != tc.want {
+				t.Errorf("grew %d pods, want %d", p.Stats.PodsGrown, tc.want)
+			}
+		})
 	}
 }

@@ -195,8 +195,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	}
 	// Preemption (issue 5): nil when nothing may be evicted.
 	room := e.newRoomMaker(s, view, placer, scorer, devices, qs, &plan.Stats)
-	// Backfill step: preemption and backfill never evict one job twice.
-	bf.attach(room)
+	// Backfill step: preemption and backfill never evict one job twice;
+	// elastic growth stays within queue limits.
+	bf.attach(room, qs)
 	// Backfill step (issue 6): the oldest job waiting past the starvation age
 	// gets a reservation before anything is placed, so that no job, whatever
 	// its priority or queue, takes its room unless it ends first.
