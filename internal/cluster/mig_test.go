@@ -18,7 +18,8 @@ func TestMIGState(t *testing.T) {
 	s := build.State(cluster.Topology{}, nodes)
 	m, _ := s.NodeIndex("m")
 	share := func(k int, in string) cluster.Alloc {
-		return cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: build.Lay(in)[0]}}}
+		ref, _ := s.MIGRef(m, k, build.Lay(in)[0])
+		return cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: ref}}}
 	}
 	cases := []struct {
 		name    string
