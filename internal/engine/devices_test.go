@@ -172,7 +172,7 @@ func TestMIGPlacement(t *testing.T) {
 			nodes: [][]cluster.Node{a100("a")},
 			job:   build.Job("j").GPUs(1).Obj(),
 			want: migOutcome{Verdict: placement.NeverFits,
-				Message: "no GPU of model (a GPU not in MIG mode) in the cluster (models: A100 (MIG))"},
+				Message: "no GPU of model (a GPU not in MIG mode) in the cluster (models: A100 (MIG A100-40GB))"},
 		},
 		"a whole GPU goes to the GPU not in MIG mode": {
 			nodes: [][]cluster.Node{a100("a"), build.Node().Name("w").Model("A100").GPUs(1).Times(1)},
