@@ -254,7 +254,7 @@ func TestClusterRole(t *testing.T) {
 		"/pods/binding":                             {"create"},
 		"/pods/status":                              {"patch", "update"},
 		"/pods/eviction":                            {"create"},
-		"/nodes":                                    read,
+		"/nodes":                                    {"get", "list", "patch", "watch"}, // patch: MIG re-partitions
 		"/events":                                   {"create", "patch", "update"},
 		"events.k8s.io/events":                      {"create", "patch", "update"},
 		"resource.k8s.io/resourceslices":            read,
