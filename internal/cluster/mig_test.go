@@ -18,7 +18,8 @@ func TestMIGState(t *testing.T) {
 	s := build.State(cluster.Topology{}, nodes)
 	m, _ := s.NodeIndex("m")
 	share := func(k int, in string) cluster.Alloc {
-		return cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: build.Lay(in)[0]}}}
+		ref, _ := s.MIGRef(m, k, build.Lay(in)[0])
+		return cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: ref}}}
 	}
 	cases := []struct {
 		name    string
@@ -26,7 +27,7 @@ func TestMIGState(t *testing.T) {
 		wantErr string
 	}{
 		{"MIG GPUs are a model of their own", func() error {
-			if got := strings.Join(s.Models(), ","); got != "H100,H100 (MIG)" {
+			if got := strings.Join(s.Models(), ","); got != "H100,H100 (MIG H100-80GB)" {
 				t.Errorf("models %s", got)
 			}
 			return nil
@@ -62,5 +63,17 @@ func TestMIGState(t *testing.T) {
 	s.Release(m, share(0, "3g.40gb@4"))
 	if got := s.GPUFree(m)[0]; got != 1000 || s.MIGUsed(m, 0) != 0 {
 		t.Errorf("after release: free %d, used %b", got, s.MIGUsed(m, 0))
+	}
+}
+
+// TestMIGModelKeys: one model name on GPUs of two MIG geometries makes two
+// resources, not an error.
+func TestMIGModelKeys(t *testing.T) {
+	s := build.State(cluster.Topology{},
+		[]cluster.Node{build.Node().Name("a").Model("A100").GPUs(1).PCIe().MIG("A100-40GB").Obj()},
+		[]cluster.Node{build.Node().Name("b").Model("A100").GPUs(1).PCIe().MIG("A100-80GB").Obj()},
+		[]cluster.Node{build.Node().Name("c").Model("H100-80GB").GPUs(1).PCIe().MIG("H100-80GB").Obj()})
+	if got, want := strings.Join(s.Models(), ","), "A100 (MIG A100-40GB),A100 (MIG A100-80GB),H100-80GB (MIG)"; got != want {
+		t.Errorf("models %s, want %s", got, want)
 	}
 }
