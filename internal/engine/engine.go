@@ -91,6 +91,10 @@ type Config struct {
 	// NoConsolidation turns consolidation moves off (preemption and
 	// reclaim stay).
 	NoConsolidation bool
+	// CheckpointWait is how long a preemption may wait for its victims'
+	// next checkpoint (least-lost only); zero means DefaultCheckpointWait,
+	// negative never waits.
+	CheckpointWait time.Duration
 }
 
 // Engine runs cycles. Besides configuration it keeps only a memo of a pure
@@ -259,6 +263,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	// Queue status (issue 5): every queue's standing after the cycle.
 	if qs != nil {
 		plan.Queues = qs.statuses(s, view, plan.Pending)
+	}
+	if room != nil {
+		plan.Retry = room.retry
 	}
 	return plan
 }

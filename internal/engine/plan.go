@@ -130,6 +130,10 @@ type Plan struct {
 	// Queues reports each queue's standing after the cycle, in tree order.
 	Queues []QueueStatus
 	Stats  CycleStats
+	// Retry, when set, is a time at which a cycle may decide differently
+	// without any new event (a preemption deferred to its victims' next
+	// checkpoint). Drivers that run cycles only on events run one then.
+	Retry time.Time
 }
 
 // QueueStatus is one queue's standing, for its status and metrics.
@@ -156,6 +160,7 @@ type CycleStats struct {
 	PreemptSearches    int
 	PreemptEvaluations int
 	PreemptGaveUp      int
+	PreemptDeferred    int // preemptions held back for the victims' next checkpoint
 	Evictions          int
 	Consolidations     int
 }

@@ -19,6 +19,7 @@ type eventKind uint8
 const (
 	evFinish eventKind = iota // finishes first at equal times: capacity before demand
 	evArrive
+	evWake // the engine asked to look again (Plan.Retry)
 )
 
 type event struct {
@@ -96,6 +97,7 @@ type replay struct {
 	rej        []Rejection
 	running    []int // job indexes holding a started gang, in start order
 	fair       *fairness
+	wakeAt     time.Time // the pending wake event, if any
 }
 
 func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []queue.Spec, cfg Config, res *metrics.Result) ([]Rejection, error) {
@@ -130,6 +132,11 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 					continue // the run it ended was evicted
 				}
 				r.finish(e.job, now)
+			case evWake:
+				if !r.wakeAt.Equal(now) {
+					continue // superseded by an earlier wake
+				}
+				r.wakeAt = time.Time{}
 			}
 			changed = true
 		}
@@ -231,6 +238,10 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	r.fair.observe(plan.Queues, now)
+	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
+		r.wakeAt = plan.Retry
+		r.push(plan.Retry, evWake, 0)
+	}
 
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
