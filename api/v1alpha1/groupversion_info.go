@@ -19,7 +19,7 @@ const GroupName = "corral.dev"
 var GroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
 var (
-	// SchemeBuilder registers the CRD types (Topology, TopologyList). The
+	// SchemeBuilder registers the CRD types (Topology, Queue and their lists). The
 	// SchedulerConfiguration is a file, not an API object, and is not
 	// registered: read it with LoadConfig.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
@@ -33,7 +33,7 @@ func Resource(resource string) schema.GroupResource {
 }
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Topology{}, &TopologyList{})
+	s.AddKnownTypes(GroupVersion, &Topology{}, &TopologyList{}, &Queue{}, &QueueList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -254,7 +254,7 @@ func TestClusterRole(t *testing.T) {
 		"/pods/binding":                             {"create"},
 		"/pods/status":                              {"patch", "update"},
 		"/pods/eviction":                            {"create"},
-		"/nodes":                                    read,
+		"/nodes":                                    {"get", "list", "patch", "watch"}, // MIG re-partitions are recorded on the node
 		"/events":                                   {"create", "patch", "update"},
 		"events.k8s.io/events":                      {"create", "patch", "update"},
 		"resource.k8s.io/resourceslices":            read,
@@ -270,6 +270,8 @@ func TestClusterRole(t *testing.T) {
 		"leaderworkerset.x-k8s.io/leaderworkersets": read,
 		"corral.dev/topologies":                     read,
 		"corral.dev/topologies/status":              {"patch", "update"},
+		"corral.dev/queues":                         read,
+		"corral.dev/queues/status":                  {"patch", "update"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ClusterRole corral-scheduler (-want +got):\n%s", diff)
@@ -430,5 +432,56 @@ func TestExamples(t *testing.T) {
 	}
 	if nodes == 0 {
 		t.Error("examples/sample-cluster.yaml has no nodes")
+	}
+}
+
+// TestQueueCRD pins the Queue CRD's shape and the CEL rules that check one
+// object (the rules across objects are the scheduler's: see docs/queues.md).
+func TestQueueCRD(t *testing.T) {
+	raw, err := os.ReadFile(deployDir + "/crds/corral.dev_queues.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd unstructured.Unstructured
+	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
+		t.Fatal(err)
+	}
+	if scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope"); scope != "Cluster" {
+		t.Errorf("scope = %q, want Cluster", scope)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	v := versions[0].(map[string]any)
+	if _, ok, _ := unstructured.NestedMap(v, "subresources", "status"); !ok {
+		t.Error("no status subresource")
+	}
+	rules := func(path ...string) []string {
+		vs, _, _ := unstructured.NestedSlice(v, append([]string{"schema", "openAPIV3Schema"}, append(path, "x-kubernetes-validations")...)...)
+		var out []string
+		for _, r := range vs {
+			out = append(out, r.(map[string]any)["rule"].(string))
+		}
+		return out
+	}
+	spec := []string{"properties", "spec"}
+	item := append(append([]string(nil), spec...), "properties", "resources", "items")
+	checks := map[string]struct {
+		path []string
+		want []string
+	}{
+		"root":       {nil, []string{"self.metadata.name != 'root'", "!has(self.spec.parent) || self.spec.parent != self.metadata.name"}},
+		"spec":       {spec, []string{"!has(self.defaultForNamespaces) || !has(self.namespaces) || self.defaultForNamespaces.all(n, n in self.namespaces)"}},
+		"resource":   {item, []string{"!has(self.limit) || !has(self.guaranteed) || quantity(string(self.limit)).compareTo(quantity(string(self.guaranteed))) >= 0"}},
+		"weight":     {append(append([]string(nil), item...), "properties", "weight"), []string{"quantity(string(self)).isGreaterThan(quantity('0'))"}},
+		"guaranteed": {append(append([]string(nil), item...), "properties", "guaranteed"), []string{"!quantity(string(self)).isLessThan(quantity('0'))"}},
+	}
+	for name, c := range checks {
+		if diff := cmp.Diff(c.want, rules(c.path...)); diff != "" {
+			t.Errorf("%s rules (-want +got):\n%s", name, diff)
+		}
+	}
+	docs := readDocs(t, examplesDir)
+	team := find[*Queue](t, docs, "team-b")
+	if team.Spec.Parent != "research" || team.Spec.ReclaimPolicy != ReclaimPreempt {
+		t.Errorf("examples/queues.yaml team-b: %+v", team.Spec)
 	}
 }

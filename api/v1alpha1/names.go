@@ -31,6 +31,11 @@ const (
 	// AnnotationGPUMilli asks for a fraction of one GPU in milli (1-999),
 	// instead of whole GPUs.
 	AnnotationGPUMilli = "corral.dev/gpu-milli"
+	// AnnotationGPUMemory asks for a share of one GPU by memory, as a
+	// Kubernetes quantity (e.g. "10Gi"), instead of whole GPUs or milli. The
+	// pod takes that much of one GPU's memory and the same share of its
+	// compute (see docs/api.md).
+	AnnotationGPUMemory = "corral.dev/gpu-memory"
 	// AnnotationExpectedRuntime is the user's runtime estimate (a Go duration,
 	// e.g. "6h"), used by backfill.
 	AnnotationExpectedRuntime = "corral.dev/expected-runtime"
@@ -42,6 +47,13 @@ const (
 	AnnotationLastCheckpoint = "corral.dev/last-checkpoint"
 	// AnnotationPreemptible marks a job that may be preempted ("true"/"false").
 	AnnotationPreemptible = "corral.dev/preemptible"
+	// AnnotationRestartOverhead is the time a restarted job spends before it
+	// makes progress again (pulling images, loading its checkpoint), a Go
+	// duration; it is added to the price of preempting the job.
+	AnnotationRestartOverhead = "corral.dev/restart-overhead"
+	// AnnotationMinRuntime protects a freshly started job from preemption
+	// for this long (a Go duration).
+	AnnotationMinRuntime = "corral.dev/min-runtime"
 )
 
 // Annotations corral writes.
@@ -60,6 +72,21 @@ const (
 	// AnnotationUnhealthyGPUs on a Node lists failed GPU ids, comma-separated
 	// (what a health agent writes for extended-resource nodes).
 	AnnotationUnhealthyGPUs = "corral.dev/unhealthy-gpus"
+	// AnnotationAssignedMIG lists, comma-separated, the MIG instances corral
+	// chose as "<gpu id>:<profile>@<start>" (e.g. "gpu2:1g.10gb@6"). Written
+	// through the binding; a restarted scheduler rebuilds from it which
+	// instances are taken.
+	AnnotationAssignedMIG = "corral.dev/assigned-mig"
+	// AnnotationMIGLayout on a Node is its MIG GPUs' current layout as JSON,
+	// GPU id -> instances ("profile@start", comma-separated; "" for a MIG
+	// GPU with no instances), e.g. {"gpu0":"3g.40gb@0,3g.40gb@4"}. The
+	// node's MIG manager (or an admin) keeps it true.
+	AnnotationMIGLayout = "corral.dev/mig-layout"
+	// AnnotationMIGLayoutWanted on a Node is written by corral: the layouts
+	// it wants idle MIG GPUs re-partitioned into, same JSON. The node's MIG
+	// manager applies them and then updates corral.dev/mig-layout; pods
+	// waiting for the new instances are bound only after that.
+	AnnotationMIGLayoutWanted = "corral.dev/mig-layout-wanted"
 )
 
 // Node labels corral reads when no Topology object says otherwise.
@@ -69,7 +96,15 @@ const (
 	LabelGPUModel = "corral.dev/gpu-model"
 	// LabelGFDProduct is GPU Feature Discovery's product label.
 	LabelGFDProduct = "nvidia.com/gpu.product"
+	// LabelGFDMemory is GPU Feature Discovery's GPU memory label, in MiB.
+	LabelGFDMemory = "nvidia.com/gpu.memory"
+	// LabelGFDCount is GPU Feature Discovery's count of physical GPUs.
+	LabelGFDCount = "nvidia.com/gpu.count"
 )
+
+// ResourceMIGPrefix starts the extended resources of MIG instances under
+// the NVIDIA device plugin's "mixed" strategy: nvidia.com/mig-1g.10gb.
+const ResourceMIGPrefix = "nvidia.com/mig-"
 
 // ResourceGPU is the extended resource of whole NVIDIA GPUs.
 const ResourceGPU = "nvidia.com/gpu"

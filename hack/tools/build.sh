@@ -168,8 +168,8 @@ fi
 for b in "${wanted[@]}"; do
   case "${b}" in
     kube-apiserver|controller-gen) "${BIN}/${b}" --version | sed 's/^/[tools]   /' ;;
-    etcd)                          "${BIN}/etcd" --version | head -n1 | sed 's/^/[tools]   /' ;;
-    kwok)                          "${BIN}/kwok" --version 2>/dev/null | head -n1 | sed 's/^/[tools]   /' || true ;;
+    etcd)                          "${BIN}/etcd" --version | sed -n "1s/^/[tools]   /p" ;;
+    kwok)                          "${BIN}/kwok" --version 2>/dev/null | sed -n "1s/^/[tools]   /p" || true ;;
   esac
 done
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -31,12 +32,34 @@ type NodeBuilder struct {
 	gpus   int
 	model  string
 	layout string
+	memMiB int64
+	mig    string
+	migL   []mig.Layout
 }
 
 // Node starts a node builder.
 func Node() *NodeBuilder {
 	return &NodeBuilder{n: cluster.Node{Name: "n", CPUMilli: 224000, MemMiB: 2 << 20, Labels: map[string]string{}},
-		gpus: 8, model: "H100", layout: "dgx"}
+		gpus: 8, model: "H100", layout: "dgx", memMiB: 81920}
+}
+
+// GPUMem sets each GPU's memory in MiB (0: unknown).
+func (b *NodeBuilder) GPUMem(m int64) *NodeBuilder { b.memMiB = m; return b }
+
+// MIG runs every GPU in MIG mode with a geometry (e.g. "A100-40GB"); GPU i
+// gets layouts[i] (none: no instances, idle).
+func (b *NodeBuilder) MIG(geometry string, layouts ...mig.Layout) *NodeBuilder {
+	b.mig, b.migL = geometry, layouts
+	return b
+}
+
+// Lay parses "1g.10gb@0 2g.20gb@4" into a layout.
+func Lay(s string) mig.Layout {
+	l, err := mig.ParseLayout(s)
+	if err != nil {
+		panic(err)
+	}
+	return l
 }
 
 // Name sets the node name.
@@ -79,8 +102,11 @@ func (b *NodeBuilder) Obj() cluster.Node {
 	n.Devices = nil
 	half := max(1, b.gpus/2)
 	for i := 0; i < b.gpus; i++ {
-		d := cluster.Device{ID: fmt.Sprintf("gpu%d", i), Model: b.model, MemMiB: 81920,
-			Socket: i / half, NUMA: i / half}
+		d := cluster.Device{ID: fmt.Sprintf("gpu%d", i), Model: b.model, MemMiB: b.memMiB,
+			Socket: i / half, NUMA: i / half, MIG: b.mig}
+		if b.mig != "" && i < len(b.migL) {
+			d.MIGLayout = b.migL[i]
+		}
 		switch b.layout {
 		case "pcie":
 			d.NVLink, d.PCIeSwitch, d.NIC = -1, i, ""
@@ -155,6 +181,18 @@ func (b *JobBuilder) Milli(m int) *JobBuilder {
 	return b
 }
 
+// GPUMem makes each pod take a share of one GPU by memory.
+func (b *JobBuilder) GPUMem(m int64) *JobBuilder {
+	b.set.Request.GPUs, b.set.Request.GPUMilli, b.set.Request.GPUMemMiB = 1, 0, m
+	return b
+}
+
+// MIG makes each pod ask for one instance of a MIG profile.
+func (b *JobBuilder) MIG(profile string) *JobBuilder {
+	b.set.Request.GPUs, b.set.Request.GPUMilli, b.set.Request.MIGProfile = 1, 0, profile
+	return b
+}
+
 // Scope requires each pod's GPUs to share one group of an intra-node level.
 func (b *JobBuilder) Scope(sc workload.DeviceScope) *JobBuilder { b.set.Request.Scope = sc; return b }
 
@@ -199,6 +237,12 @@ func (b *JobBuilder) Overhead(d time.Duration) *JobBuilder { b.j.RestartOverhead
 
 // Expected sets the expected runtime.
 func (b *JobBuilder) Expected(d time.Duration) *JobBuilder { b.j.ExpectedRuntime = d; return b }
+
+// MaxRuntime sets the runtime limit.
+func (b *JobBuilder) MaxRuntime(d time.Duration) *JobBuilder { b.j.MaxRuntime = d; return b }
+
+// Class sets the job class pools are held for.
+func (b *JobBuilder) Class(c string) *JobBuilder { b.j.Class = c; return b }
 
 // Obj returns the job.
 func (b *JobBuilder) Obj() *workload.Job {

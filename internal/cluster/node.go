@@ -6,6 +6,8 @@ package cluster
 import (
 	"fmt"
 	"strings"
+
+	"github.com/corral-dev/corral/internal/mig"
 )
 
 // Device is one GPU with the coordinates that decide how well it talks to its
@@ -24,6 +26,30 @@ type Device struct {
 	// NIC is the network interface under the same PCIe switch, "" if none.
 	NIC       string
 	Unhealthy bool
+
+	// MIG names the MIG geometry (a mig.Model name such as "A100-40GB")
+	// when the GPU runs in MIG mode, "" otherwise. A MIG GPU serves only
+	// requests for MIG instances, and a non-MIG GPU never serves them.
+	MIG string
+	// MIGLayout is the instances the MIG GPU is partitioned into now.
+	MIGLayout mig.Layout
+	// MIGPending says a re-partition into MIGWanted was asked of the node's
+	// MIG manager and the node does not report it yet: nothing is bound to
+	// the GPU until it does.
+	MIGPending bool
+	MIGWanted  mig.Layout
+}
+
+// MIGModelSuffix marks the cluster model of MIG GPUs: a MIG A100 is not
+// the same resource as a whole A100 ("A100" and "A100 (MIG)").
+const MIGModelSuffix = " (MIG)"
+
+// ModelKey is the name the device is accounted under.
+func (d *Device) ModelKey() string {
+	if d.MIG != "" {
+		return d.Model + MIGModelSuffix
+	}
+	return d.Model
 }
 
 // MaxCoordinate bounds a device's socket, NUMA, PCIe switch and NVLink
@@ -80,6 +106,20 @@ func (n *Node) Validate() error {
 		seen[d.ID] = true
 		if d.Model == "" {
 			return fmt.Errorf("node %s: device %s has no model", n.Name, d.ID)
+		}
+		if d.MIG != "" {
+			geom, ok := mig.Lookup(d.MIG)
+			if !ok {
+				return fmt.Errorf("node %s: device %s: unknown MIG geometry %q", n.Name, d.ID, d.MIG)
+			}
+			if err := geom.Validate(d.MIGLayout); err != nil {
+				return fmt.Errorf("node %s: device %s: MIG layout %s: %w", n.Name, d.ID, d.MIGLayout, err)
+			}
+			if d.MIGPending {
+				if err := geom.Validate(d.MIGWanted); err != nil {
+					return fmt.Errorf("node %s: device %s: wanted MIG layout %s: %w", n.Name, d.ID, d.MIGWanted, err)
+				}
+			}
 		}
 		for _, c := range []struct {
 			name      string

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
+
+	"github.com/corral-dev/corral/internal/mig"
 )
 
 // DomainID indexes a topology domain of a State.
@@ -23,6 +25,10 @@ type Domain struct {
 type DeviceShare struct {
 	Device int // index into Node.Devices
 	Milli  int32
+	// MIG is the instance taken on a MIG GPU (Profile "" for none). The
+	// device's free milli then follows the compute slices of its instances
+	// in use, and Milli only reports this instance's share.
+	MIG mig.Instance
 }
 
 // Alloc is what one pod holds on one node.
@@ -73,6 +79,11 @@ type layout struct {
 	firstHost  int        // domains from here on are hosts: no aggregates
 	nodeModels []ModelMask
 	devModel   []int // flat device -> model index
+	// MIG: geometry of each model (nil for non-MIG models); hasMIG gates
+	// the per-device MIG arrays of State so clusters without MIG pay nothing.
+	modelGeom []*mig.Model
+	migMask   ModelMask
+	hasMIG    bool
 }
 
 // State is the cluster with its free capacity, aggregated per domain. The
@@ -92,6 +103,13 @@ type State struct {
 	aggHist  []int32 // (domain*models+model)*hist+f -> nodes with f wholly free GPUs of the model
 	capWhole []int32 // domain*models+model -> healthy GPUs, free or not
 	capHist  []int32 // like aggHist for an empty cluster
+
+	// Per flat device, only when the cluster has MIG GPUs: the current
+	// layout, which of its instances are in use (bit i: layout[i]), and
+	// whether a re-partition is waiting for the node.
+	migLayout  []mig.Layout
+	migUsed    []uint8
+	migPending []bool
 }
 
 // New builds a State from nodes and a topology. Nodes missing a topology label
@@ -138,10 +156,11 @@ func New(topo Topology, nodes []Node) (*State, error) {
 		l.nodeIndex[n.Name] = i
 		perModel := map[string]int{}
 		for _, d := range n.Devices {
-			modelSet[d.Model] = true
-			perModel[d.Model]++
-			if perModel[d.Model] > maxPerModel {
-				maxPerModel = perModel[d.Model]
+			key := d.ModelKey()
+			modelSet[key] = true
+			perModel[key]++
+			if perModel[key] > maxPerModel {
+				maxPerModel = perModel[key]
 			}
 		}
 	}
@@ -154,6 +173,9 @@ func New(topo Topology, nodes []Node) (*State, error) {
 	}
 	for i, m := range l.models {
 		l.modelIndex[m] = i
+	}
+	if err := l.indexMIG(); err != nil {
+		return nil, err
 	}
 	l.hist = maxPerModel + 1
 
@@ -196,8 +218,8 @@ func New(topo Topology, nodes []Node) (*State, error) {
 		l.gpuOff[i+1] = l.gpuOff[i] + len(l.nodes[i].Devices)
 		var mask ModelMask
 		for _, d := range l.nodes[i].Devices {
-			l.devModel = append(l.devModel, l.modelIndex[d.Model])
-			mask |= 1 << uint(l.modelIndex[d.Model])
+			l.devModel = append(l.devModel, l.modelIndex[d.ModelKey()])
+			mask |= 1 << uint(l.modelIndex[d.ModelKey()])
 		}
 		l.nodeModels = append(l.nodeModels, mask)
 	}
@@ -219,6 +241,7 @@ func New(topo Topology, nodes []Node) (*State, error) {
 	s.aggHist = make([]int32, nd*nm*l.hist)
 	s.capWhole = make([]int32, nd*nm)
 	s.capHist = make([]int32, nd*nm*l.hist)
+	s.initMIG()
 	for i := range l.nodes {
 		n := &l.nodes[i]
 		s.freeCPU[i], s.freeMem[i] = n.CPUMilli, n.MemMiB
@@ -251,6 +274,13 @@ func (s *State) Clone() *State {
 	// Capacity aggregates change only with health, and recountCapacity
 	// replaces them rather than writing in place, so clones share them.
 	c.capWhole, c.capHist = s.capWhole, s.capHist
+	if s.hasMIG {
+		// Layouts are never changed in place (SetMIGLayout replaces them),
+		// so copying the slice headers is enough.
+		c.migLayout = append([]mig.Layout(nil), s.migLayout...)
+		c.migUsed = append([]uint8(nil), s.migUsed...)
+		c.migPending = append([]bool(nil), s.migPending...)
+	}
 	return c
 }
 
@@ -340,6 +370,12 @@ func (s *State) CanHost(n int, a Alloc) error {
 				return fmt.Errorf("node %s: device %d listed twice", s.nodes[n].Name, d.Device)
 			}
 		}
+		if err := s.canHostMIG(n, d); err != nil {
+			return err
+		}
+		if d.MIG.Profile != "" {
+			continue
+		}
 		if d.Milli <= 0 || d.Milli > s.gpuFree[s.gpuOff[n]+d.Device] {
 			return fmt.Errorf("node %s device %s: %dm free, %dm asked", s.nodes[n].Name,
 				s.nodes[n].Devices[d.Device].ID, s.gpuFree[s.gpuOff[n]+d.Device], d.Milli)
@@ -357,6 +393,10 @@ func (s *State) Allocate(n int, a Alloc) error {
 	s.freeCPU[n] -= a.CPUMilli
 	s.freeMem[n] -= a.MemMiB
 	for _, d := range a.Devices {
+		if d.MIG.Profile != "" {
+			s.takeMIG(n, d, true)
+			continue
+		}
 		s.gpuFree[s.gpuOff[n]+d.Device] -= d.Milli
 	}
 	s.contribute(n, +1)
@@ -370,6 +410,10 @@ func (s *State) Release(n int, a Alloc) {
 	s.freeCPU[n] += a.CPUMilli
 	s.freeMem[n] += a.MemMiB
 	for _, d := range a.Devices {
+		if d.MIG.Profile != "" {
+			s.takeMIG(n, d, false)
+			continue
+		}
 		k := s.gpuOff[n] + d.Device
 		if !s.unhealth[k] {
 			s.gpuFree[k] += d.Milli
@@ -393,6 +437,9 @@ func (s *State) SetDeviceHealth(n, k int, healthy bool) {
 	s.gpuFree[i] = 0
 	if healthy {
 		s.gpuFree[i] = 1000
+		if s.hasMIG {
+			s.migUsed[i] = 0
+		}
 	}
 	s.contribute(n, +1)
 	s.recountCapacity()

@@ -24,6 +24,12 @@ const (
 	Spread Policy = "spread"
 	// Binpack: pod by pod onto the fullest node that fits (best fit); no gangs.
 	Binpack Policy = "binpack"
+	// FIFO: corral's gang placement in strict order: once a job is blocked,
+	// every job behind it waits too (head-of-line blocking, no backfill).
+	FIFO Policy = "fifo"
+	// Greedy: corral's gang placement where any job that fits starts, with
+	// no reservations (corral before issue 6): big gangs can starve.
+	Greedy Policy = "greedy"
 )
 
 // CorralNewest is corral with the peers' preemption: victims by lowest
@@ -36,7 +42,10 @@ const CorralNewest Policy = "corral-newest"
 const CorralNoMove Policy = "corral-nomove"
 
 // Policies lists every policy in report order.
-var Policies = []Policy{Corral, Spread, Binpack}
+var Policies = []Policy{Corral, Spread, Binpack, FIFO, Greedy}
+
+// gangs reports whether the policy places whole gangs with corral's search.
+func (p Policy) gangs() bool { return p == Corral || p == FIFO || p == Greedy }
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
@@ -45,7 +54,7 @@ func ParsePolicy(s string) (Policy, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, corral-newest, corral-nomove)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy, corral-newest, corral-nomove)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -95,6 +104,8 @@ type Config struct {
 	// next checkpoint (least-lost only); zero means DefaultCheckpointWait,
 	// negative never waits.
 	CheckpointWait time.Duration
+	// Backfill tunes reservations and runtime limits.
+	Backfill BackfillConfig
 }
 
 // Engine runs cycles. Besides configuration it keeps only a memo of a pure
@@ -161,18 +172,35 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	}
 	placer := placement.NewPlacer(view, scorer, devices)
 	var plan Plan
+	// Backfill step (issue 6), before anything is placed: jobs past their
+	// max runtime leave, and the pools held for job classes are resolved.
+	bf := newBackfiller(e.cfg.Backfill, e.cfg.Policy, s, view)
+	bf.enforceMaxRuntime(&plan)
+	bf.resolvePools(&plan)
 	failed := map[string]Reason{}
 	// Queues (issue 5): resolve every job's leaf queue, usage, demand and
 	// fair shares; nil without queues. Jobs their queue refuses wait here.
 	qs := e.newQueueState(s, view)
-	var order jobOrder = &fixedOrder{idx: e.cfg.Orderer.Order(s)}
+	static := e.cfg.Orderer.Order(s)
+	var order jobOrder = &fixedOrder{idx: static}
 	if qs != nil {
 		order = qs
 		plan.Pending = append(plan.Pending, qs.refusedPending(s)...)
 		plan.Stats.JobsConsidered += len(qs.refused)
+		admitted := static[:0:0]
+		for _, i := range static {
+			if _, no := qs.refused[i]; !no {
+				admitted = append(admitted, i)
+			}
+		}
+		static = admitted
 	}
 	// Preemption (issue 5): nil when nothing may be evicted.
 	room := e.newRoomMaker(s, view, placer, scorer, devices, qs, &plan.Stats)
+	// Backfill step (issue 6): the oldest job waiting past the starvation age
+	// gets a reservation before anything is placed, so that no job, whatever
+	// its priority or queue, takes its room unless it ends first.
+	bf.reserveStarved(static, &plan)
 	for i, more := order.next(); more; i, more = order.next() {
 		pj := s.Pending[i]
 		plan.Stats.JobsConsidered++
@@ -182,10 +210,15 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
-		if e.cfg.Policy != Corral {
+		if !e.cfg.Policy.gangs() {
 			n := len(plan.Binds)
 			e.podByPod(placer, pj, pods, &plan)
 			qs.boundBinds(leaf, view, plan.Binds[n:])
+			continue
+		}
+		// Backfill step: under strict FIFO nobody passes a blocked head.
+		if r, blocked := bf.fifoBlocked(); blocked {
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
 		gang, reason, ok := gangOf(view, pj.Job, pods)
@@ -213,7 +246,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
 			continue
 		}
-		key := shapeKey(gang) + room.shapeSuffix(pj.Job, leaf)
+		// Backfill step: hold the reserved nodes this job cannot leave in
+		// time and the pools it may not use.
+		key := shapeKey(gang) + room.shapeSuffix(pj.Job, leaf) + "#" + bf.admit(pj.Job)
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: an identical gang fails too.
 			plan.Stats.ShapeCacheHits++
@@ -226,6 +261,20 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			minGang := gang
 			minGang.Pods = pods[:pj.Job.GangMin()]
 			if r2 := placer.PlaceGang(minGang); r2.Failure == nil {
+				res = r2
+			}
+		}
+		// MIG: no free instance serves the job; plan re-partitions of idle
+		// MIG GPUs for it (devices.go).
+		if res.Failure != nil && view.HasMIG() && planMIG(placer, pj.Job.ID, gang, s.Mix, &plan) {
+			continue
+		}
+		if res.Failure != nil && res.Failure.Verdict == placement.WaitFree {
+			// Backfill step, before any preemption: take back pods elastic
+			// jobs hold above their minimum, then pools backfilled by others.
+			if r2, ok := bf.shrinkFor(placer, pj.Job, gang, &plan); ok {
+				res = r2
+			} else if r2, ok := bf.reclaimPool(placer, pj.Job, gang, &plan); ok {
 				res = r2
 			}
 		}
@@ -244,7 +293,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
 				Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
 			failed[key] = r
-			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
+			// Backfill step: a blocked head job gets a reservation (corral)
+			// or stops everyone behind it (fifo).
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: bf.blocked(pj.Job, gang, r, &plan)})
 			continue
 		}
 		// Queue limit, once the GPU models are known (issue 5).
@@ -256,14 +307,21 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		qs.bound(leaf, view, res.Assignments)
 		plan.Evictions = append(plan.Evictions, evictions...)
 		placer.Commit()
-		plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
+		gb := bindOf(view, pj.Job.ID, res)
+		plan.Binds = append(plan.Binds, gb)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
+		bf.placed(pj.Job, gb, &plan)
 	}
 	// Queue status (issue 5): every queue's standing after the cycle.
 	if qs != nil {
 		plan.Queues = qs.statuses(s, view, plan.Pending)
 	}
+	// Backfill step: elastic jobs grow into capacity nobody waits for; then
+	// every hold is lifted.
+	bf.grow(placer, &plan)
+	bf.finish()
+	// Preemption (issue 5): when a deferred preemption should be looked at.
 	if room != nil {
 		plan.Retry = room.retry
 	}
@@ -305,13 +363,17 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 	}
 	var pods []placement.PodReq
 	var unknown []string
+	var problem string
 	pj.Job.EachPod(func(ref workload.PodRef, r workload.Request) {
 		if pj.Waiting != nil && !waiting[ref] {
 			return
 		}
 		pr, unk := placement.Resolve(s, ref, r)
-		if pr.Mask == 0 && r.GPUMilliTotal() > 0 {
+		if pr.Mask == 0 && r.NeedsGPU() {
 			unknown = append(unknown, unk...)
+		}
+		if problem == "" {
+			problem = deviceProblem(s, &pr, len(unk) > 0)
 		}
 		pods = append(pods, pr)
 	})
@@ -319,6 +381,9 @@ func resolvePods(s *cluster.State, pj PendingJob) ([]placement.PodReq, Reason, b
 		sort.Strings(unknown)
 		return nil, never(cluster.LevelCluster, fmt.Sprintf("no GPU of model %s in the cluster (models: %s)",
 			strings.Join(dedupe(unknown), "|"), strings.Join(s.Models(), ", "))), false
+	}
+	if problem != "" {
+		return nil, never(cluster.LevelCluster, problem), false
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
 	return pods, Reason{}, true
@@ -363,7 +428,12 @@ func shapeKey(g placement.Gang) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
 	for _, p := range g.Pods {
-		fmt.Fprintf(&b, "|%d,%d,%d,%d,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, uint64(p.Mask), p.Scope)
+		fmt.Fprintf(&b, "|%d,%d,%d,%d,%d,%s,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, p.GPUMemMiB, p.MIGProfile,
+			uint64(p.Mask), p.Scope)
+		if p.Devices != nil {
+			// Equal shapes over different eligible devices are not interchangeable.
+			fmt.Fprintf(&b, ",devices=%q/%t", p.Devices.Key, p.Devices.All)
+		}
 		if len(p.NodeLabels) > 0 {
 			keys := make([]string, 0, len(p.NodeLabels))
 			for k, v := range p.NodeLabels {

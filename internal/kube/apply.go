@@ -7,10 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
@@ -28,6 +28,9 @@ type binder struct {
 	cache  *Cache
 	now    func() time.Time
 	delay  time.Duration
+	// blocked remembers when a PodDisruptionBudget last refused a pod's
+	// eviction (see evictionBackoff). Used by the cycle goroutine only.
+	blocked map[types.UID]time.Time
 }
 
 // bindGang binds every pod of a GangBind in order. It stops at the first
@@ -63,8 +66,13 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	if len(pb.NICs) > 0 {
 		ann[v1alpha1.AnnotationAssignedNICs] = strings.Join(pb.NICs, ",")
 	}
-	if claims := w.claims[string(pod.UID)]; len(claims) > 0 {
-		if err := b.allocateClaims(ctx, w, pod, pb, claims); err != nil {
+	if n, ok := w.state.NodeIndex(pb.Node); ok {
+		if m := assignedMIG(w.state.Node(n), pb.Alloc.Devices); m != "" {
+			ann[v1alpha1.AnnotationAssignedMIG] = m
+		}
+	}
+	if plans := w.claimPlans(string(pod.UID)); len(plans) > 0 {
+		if err := b.allocateClaims(ctx, w, pod, pb, plans); err != nil {
 			return err
 		}
 		// The devices are named by the claims; the annotation would only
@@ -85,28 +93,40 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	return nil
 }
 
+// claimPlans is how the pod's chosen devices fill its unallocated claims.
+func (w *world) claimPlans(podUID string) []claimPlan {
+	if w.dra == nil || len(w.claims[podUID]) == 0 {
+		return nil
+	}
+	return w.dra.plans[podUID]
+}
+
 // allocateClaims writes the devices the engine chose into the pod's claims:
 // the delete-protection finalizer first, then status.allocation with
-// reservedFor the pod, as kube-scheduler does. The chosen devices are handed
-// to the claims' requests in order.
-func (b *binder) allocateClaims(ctx context.Context, w *world, pod *corev1.Pod, pb engine.PodBind, claims []*resourcev1.ResourceClaim) error {
+// reservedFor the pod, as kube-scheduler does. The chosen devices fill the
+// claims' requests in order (a firstAvailable request under the name of the
+// alternative chosen, "request/subrequest"). Devices with shared counters
+// are reserved first, so two partitions of one GPU chosen in one cycle are
+// never both allocated.
+func (b *binder) allocateClaims(ctx context.Context, w *world, pod *corev1.Pod, pb engine.PodBind, plans []claimPlan) error {
+	if err := w.dra.reserve(pb.Node, pb.Devices); err != nil {
+		return err
+	}
 	devices := append([]string(nil), pb.Devices...)
-	for _, cl := range claims {
+	for _, plan := range plans {
+		cl := plan.claim
 		var results []resourcev1.DeviceRequestAllocationResult
-		for _, req := range cl.Spec.Devices.Requests {
-			if req.Exactly == nil {
-				return fmt.Errorf("claim %s: request %q is not an exactly-request", cl.Name, req.Name)
+		for _, part := range plan.parts {
+			count := part.count
+			if part.all {
+				count = len(devices)
 			}
-			count := int(req.Exactly.Count)
-			if count == 0 {
-				count = 1
-			}
-			if len(devices) < count {
+			if len(devices) < count || count == 0 {
 				return fmt.Errorf("claim %s: plan chose too few devices", cl.Name)
 			}
 			for _, d := range devices[:count] {
 				results = append(results, resourcev1.DeviceRequestAllocationResult{
-					Request: req.Name, Driver: b.cache.cfg.draDriver, Pool: w.poolOf(pb.Node, d), Device: d,
+					Request: part.result, Driver: b.cache.cfg.draDriver, Pool: w.poolOf(pb.Node, d), Device: d,
 				})
 			}
 			devices = devices[count:]
@@ -162,9 +182,8 @@ func (w *world) poolOf(node, device string) string {
 }
 
 // evictGang evicts the bound pods of a gang that can no longer reach its
-// minimum (the rest of it can never fit), through the Eviction API so that
-// disruption budgets are honoured and the pods get a DisruptionTarget
-// condition.
+// minimum (the rest of it can never fit), through the Eviction API (see
+// evictPod) so that disruption budgets are honoured.
 func (b *binder) evictGang(ctx context.Context, kj *kjob) (int, error) {
 	n := 0
 	for _, ref := range kj.refs {
@@ -175,9 +194,10 @@ func (b *binder) evictGang(ctx context.Context, kj *kjob) (int, error) {
 		if p.Spec.NodeName == "" {
 			continue // assumed only: its binding has not landed yet
 		}
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-		if err := b.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
-			return n, fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+		// No DisruptionTarget of corral's own: nothing preempts this gang,
+		// the Eviction API's EvictionByEvictionAPI says what happened.
+		if err := b.evictPod(ctx, p, ""); err != nil {
+			return n, err
 		}
 		n++
 	}

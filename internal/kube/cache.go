@@ -40,6 +40,7 @@ var (
 		{Group: "scheduling.k8s.io", Version: "v1alpha2", Resource: "podgroups"}, // 1.36
 	}
 	topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "topologies"}
+	queueGVR    = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "queues"}
 )
 
 // Cache is the informer-fed view of the cluster. Informers keep it current;
@@ -58,9 +59,13 @@ type Cache struct {
 	classes     cache.SharedIndexInformer
 	podGroups   cache.SharedIndexInformer // nil when the API server serves none
 	topologies  cache.SharedIndexInformer // nil when the CRD is not installed
+	queues      cache.SharedIndexInformer // nil when the CRD is not installed
 	podGroupGVR schema.GroupVersionResource
 
 	wake chan struct{}
+	// cel keeps compiled DRA selectors by expression text, and their
+	// verdicts on devices, across cycles.
+	cel *selectorCache
 
 	mu      sync.Mutex
 	assumed map[string]assumedPod // pod UID -> binding in flight
@@ -74,7 +79,7 @@ type assumedPod struct {
 
 // NewCache sets up informers; Start runs them.
 func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterConfig) (*Cache, error) {
-	c := &Cache{cfg: cfg, wake: make(chan struct{}, 1), assumed: map[string]assumedPod{}}
+	c := &Cache{cfg: cfg, wake: make(chan struct{}, 1), assumed: map[string]assumedPod{}, cel: newCELCache()}
 	c.factory = informers.NewSharedInformerFactory(client, 0)
 	c.pods = c.factory.Core().V1().Pods().Informer()
 	c.nodes = c.factory.Core().V1().Nodes().Informer()
@@ -94,6 +99,9 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterCon
 	}
 	if served[topologyGVR] {
 		c.topologies = c.dynF.ForResource(topologyGVR).Informer()
+	}
+	if served[queueGVR] {
+		c.queues = c.dynF.ForResource(queueGVR).Informer()
 	}
 	for _, inf := range c.informers() {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -115,13 +123,16 @@ func (c *Cache) informers() []cache.SharedIndexInformer {
 	if c.topologies != nil {
 		out = append(out, c.topologies)
 	}
+	if c.queues != nil {
+		out = append(out, c.queues)
+	}
 	return out
 }
 
 // servedResources asks discovery which of the optional resources exist.
 func servedResources(client kubernetes.Interface) map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
-	for _, gvr := range append(append([]schema.GroupVersionResource(nil), podGroupVersions...), topologyGVR) {
+	for _, gvr := range append(append([]schema.GroupVersionResource(nil), podGroupVersions...), topologyGVR, queueGVR) {
 		list, err := client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 		if err != nil {
 			continue
@@ -312,8 +323,34 @@ func (c *Cache) readTopology() (names []string, labelOf map[string]string, chose
 	return names, labelOf, chosen, objs, nil
 }
 
+// readQueues reads the Queue objects. One that does not decode is kept by
+// name and parent, with the error, so that its status can say why it is
+// left out.
+func (c *Cache) readQueues(models []string) *queueSet {
+	if c.queues == nil {
+		return newQueueSet(nil, nil, c.cfg.gpuResource, models)
+	}
+	var objs []*v1alpha1.Queue
+	unreadable := map[string]string{}
+	for _, o := range c.queues.GetStore().List() {
+		u := o.(*unstructured.Unstructured)
+		var q v1alpha1.Queue
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &q); err != nil {
+			parent, _, _ := unstructured.NestedString(u.Object, "spec", "parent")
+			q = v1alpha1.Queue{}
+			q.Name, q.Spec.Parent = u.GetName(), parent
+			unreadable[q.Name] = fmt.Sprintf("the spec does not decode: %v", err)
+		}
+		objs = append(objs, &q)
+	}
+	return newQueueSet(objs, unreadable, c.cfg.gpuResource, models)
+}
+
 // lookup implements groupLookup over the informer stores.
-type lookup struct{ c *Cache }
+type lookup struct {
+	c   *Cache
+	dra *draView // nil until the cycle's DRA inventory is read
+}
 
 func (l lookup) jobParallelism(ns, name string) (int, bool) {
 	o, ok, err := l.c.jobs.GetStore().GetByKey(ns + "/" + name)
@@ -362,7 +399,12 @@ func (l lookup) claim(ns, name string) (*resourcev1.ResourceClaim, bool) {
 	return o.(*resourcev1.ResourceClaim), true
 }
 
-func (l lookup) deviceClass(name string) bool {
-	_, ok, err := l.c.classes.GetStore().GetByKey(name)
-	return err == nil && ok
+func (l lookup) deviceClass(name string) (*resourcev1.DeviceClass, bool) {
+	o, ok, err := l.c.classes.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return o.(*resourcev1.DeviceClass), true
 }
+
+func (l lookup) devices() *draView { return l.dra }

@@ -58,6 +58,7 @@ type fakeGroups struct {
 	groups      map[string][2]any // name -> {minCount, topologyKey}
 	claims      map[string]*resourcev1.ResourceClaim
 	classes     map[string]bool
+	dra         *draView
 }
 
 func (f fakeGroups) jobParallelism(_, name string) (int, bool) {
@@ -75,7 +76,13 @@ func (f fakeGroups) claim(_, name string) (*resourcev1.ResourceClaim, bool) {
 	c, ok := f.claims[name]
 	return c, ok
 }
-func (f fakeGroups) deviceClass(name string) bool { return f.classes[name] }
+func (f fakeGroups) deviceClass(name string) (*resourcev1.DeviceClass, bool) {
+	if !f.classes[name] {
+		return nil, false
+	}
+	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
+}
+func (f fakeGroups) devices() *draView { return f.dra }
 
 var testCfg = adapterConfig{schedulerName: "corral", gpuResource: "nvidia.com/gpu", draDriver: "gpu.nvidia.com"}
 
@@ -98,6 +105,8 @@ type jobView struct {
 	Min      int
 	Required string
 	Request  workload.Request
+	// Eligible is Request.Devices.Groups (the filter's key is left out).
+	Eligible map[string][][]string
 	Invalid  string
 	Waiting  string
 }
@@ -107,6 +116,9 @@ func view(kj *kjob) jobView {
 		Required: kj.job.Topology.Required, Invalid: kj.invalid, Waiting: kj.waiting}
 	if len(kj.job.PodSets) > 0 {
 		v.Request = kj.job.PodSets[0].Request
+		if f := v.Request.Devices; f != nil {
+			v.Eligible, v.Request.Devices = f.Groups, nil
+		}
 	}
 	return v
 }
@@ -119,6 +131,8 @@ func TestBuildJobs(t *testing.T) {
 		classes:     map[string]bool{"gpu.nvidia.com": true},
 	}
 	groups.claims["bad"].Spec.Devices.Requests[0].Exactly.DeviceClassName = "nope"
+	groups.claims["pair"].Name, groups.claims["bad"].Name = "pair", "bad"
+	groups.dra = testDRAView(t, groups, gpuSlice("n1", 4, nil))
 	levels := map[string]string{"rack": "corral.dev/rack"}
 	req := func(cpu, mem int64, gpus int) workload.Request {
 		return workload.Request{CPUMilli: cpu, MemMiB: mem, GPUs: gpus}
@@ -151,15 +165,16 @@ func TestBuildJobs(t *testing.T) {
 		},
 		"a DRA claim with matchAttribute pcieRoot": {
 			pods: []*corev1.Pod{pod("a").claim("pair").obj()},
-			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: workload.Request{CPUMilli: 2000, MemMiB: 4096, GPUs: 2, Scope: workload.ScopePCIe, DRA: true}}},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: workload.Request{CPUMilli: 2000, MemMiB: 4096, GPUs: 2, Scope: workload.ScopePCIe, DRA: true},
+				Eligible: map[string][][]string{"n1": {{"gpu-0", "gpu-1", "gpu-2", "gpu-3"}}}}},
 		},
 		"a claim with an unknown DeviceClass is invalid": {
 			pods: []*corev1.Pod{pod("a").claim("bad").obj()},
-			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: ResourceClaim bad request "gpus": DeviceClass "nope" does not exist`}},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: req(2000, 4096, 0), Invalid: `pod a: ResourceClaim bad request "gpus": DeviceClass "nope" does not exist`}},
 		},
 		"a whole GPU by the fraction annotation is invalid": {
 			pods: []*corev1.Pod{pod("a").ann(v1alpha1.AnnotationGPUMilli, "1000").obj()},
-			want: []jobView{{Key: "pod/ns/a", Invalid: `pod a: annotation corral.dev/gpu-milli="1000": want 1-999 milli of one GPU`}},
+			want: []jobView{{Key: "pod/ns/a", Pods: 1, Request: req(2000, 4096, 0), Invalid: `pod a: annotation corral.dev/gpu-milli="1000": want 1-999 milli of one GPU`}},
 		},
 		"a nodeSelector becomes a node-label requirement": {
 			pods: []*corev1.Pod{func() *corev1.Pod {

@@ -24,7 +24,7 @@ type Explanation struct {
 	Required  string `json:"requiredLevel,omitempty"`
 	Preferred string `json:"preferredLevel,omitempty"`
 	// State is one of: bound, would-bind, pending, never-fits, invalid,
-	// waiting-for-pods.
+	// waiting-for-pods, refused.
 	State       string   `json:"state"`
 	Node        string   `json:"node,omitempty"`
 	GPUs        string   `json:"gpus,omitempty"`
@@ -74,6 +74,10 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 	case kj.waiting != "":
 		e.State, e.Reason = "waiting-for-pods", kj.waiting
 		e.Suggestions = []string{"corral places the gang once all its pods (and their ResourceClaims) exist"}
+		return e, nil
+	case kj.refused != nil:
+		e.State, e.Reason, e.Level = "refused", kj.refused.message, "queue"
+		e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get queues)", v1alpha1.LabelQueue)}
 		return e, nil
 	}
 	plan := s.engine.Cycle(w.snap)

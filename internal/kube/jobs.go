@@ -30,8 +30,10 @@ type groupLookup interface {
 	podGroup(namespace, name string) (minCount int, topologyKey string, ok bool)
 	// claim returns a ResourceClaim by namespace and name.
 	claim(namespace, name string) (*resourcev1.ResourceClaim, bool)
-	// deviceClass reports whether a DeviceClass exists.
-	deviceClass(name string) bool
+	// deviceClass returns a DeviceClass by name.
+	deviceClass(name string) (*resourcev1.DeviceClass, bool)
+	// devices is the cycle's DRA inventory, nil where claims are not read.
+	devices() *draView
 }
 
 // kjob is one job as the adapter sees it: the engine's Job plus the pods
@@ -45,6 +47,9 @@ type kjob struct {
 	group   string // PodGroup name, when the gang came from one
 	invalid string // the job cannot be scheduled as written: why
 	waiting string // the job is not ready to be scheduled yet: why
+	// refused says why the job may not enter the queue it names (or has
+	// no queue); such a job is never placed.
+	refused *refusal
 }
 
 // pending reports whether some pod still waits for a node.
@@ -106,7 +111,9 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	first := members[0]
 	_, kind, name := gangKey(first)
 	kj := &kjob{key: key, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
-	j := &workload.Job{ID: workload.JobID(key), Queue: first.Labels[v1alpha1.LabelQueue], Source: first.Namespace + "/" + first.Name}
+	// The queue is resolved against the Queue objects later (world.admit).
+	j := &workload.Job{ID: workload.JobID(key), Namespace: first.Namespace, Queue: first.Labels[v1alpha1.LabelQueue],
+		Source: first.Namespace + "/" + first.Name}
 	if j.Queue == "" {
 		j.Queue = "default"
 	}
@@ -125,8 +132,10 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			continue
 		}
 		if err != nil {
+			// The pod stays in its job so that it is told why: the job is
+			// invalid and never placed.
 			problems = append(problems, fmt.Sprintf("pod %s: %v", p.Name, err))
-			continue
+			req = workload.Request{CPUMilli: req.CPUMilli, MemMiB: req.MemMiB}
 		}
 		if p.Spec.Priority != nil && *p.Spec.Priority > j.Priority {
 			j.Priority = *p.Spec.Priority
@@ -201,7 +210,12 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
-	}{{v1alpha1.AnnotationExpectedRuntime, &j.ExpectedRuntime}, {v1alpha1.AnnotationCheckpointInterval, &j.CheckpointInterval}} {
+	}{
+		{v1alpha1.AnnotationExpectedRuntime, &j.ExpectedRuntime},
+		{v1alpha1.AnnotationCheckpointInterval, &j.CheckpointInterval},
+		{v1alpha1.AnnotationRestartOverhead, &j.RestartOverhead},
+		{v1alpha1.AnnotationMinRuntime, &j.MinRuntime},
+	} {
 		if v := ann[d.key]; v != "" {
 			dur, err := time.ParseDuration(v)
 			if err != nil || dur < 0 {
@@ -211,6 +225,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			}
 		}
 	}
+	problems = append(problems, readRuntimeLimits(j, first, kind, name, groups)...) // issue 6
 	j.Preemptible = true
 	if v := ann[v1alpha1.AnnotationPreemptible]; v != "" {
 		b, err := strconv.ParseBool(v)
@@ -275,6 +290,9 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 		}
 		r.GPUs, r.GPUMilli = 1, m
 	}
+	if err := sharedGPURequest(p, &r); err != nil {
+		return r, err
+	}
 	if len(p.Spec.NodeSelector) > 0 {
 		r.NodeLabels = p.Spec.NodeSelector
 	}
@@ -286,15 +304,15 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 		}
 	}
 	if len(p.Spec.ResourceClaims) > 0 {
-		n, scope, err := claimGPUs(p, draDriver, groups)
+		need, err := claimGPUs(p, groups)
 		if err != nil {
 			return r, err
 		}
-		if n > 0 {
+		if need.gpus > 0 {
 			if r.GPUs > 0 {
 				return r, fmt.Errorf("the pod asks for GPUs both as %s and through ResourceClaims", gpuResource)
 			}
-			r.GPUs, r.Scope, r.DRA = n, scope, true
+			r.GPUs, r.Scope, r.DRA, r.Devices = need.gpus, need.scope, true, need.filter
 		}
 	}
 	return r, r.Validate()
@@ -324,55 +342,44 @@ func claimName(p *corev1.Pod, rc corev1.PodResourceClaim) (string, bool) {
 	return "", false
 }
 
-// claimGPUs counts the GPUs a pod's unallocated claims ask for and the
-// intra-node scope their matchAttribute constraints require.
-func claimGPUs(p *corev1.Pod, draDriver string, groups groupLookup) (int, workload.DeviceScope, error) {
-	total := 0
-	scope := workload.ScopeAny
+// claimGPUs reads what a pod's claims ask for: devices of claims that are
+// not allocated yet go through the cycle's DRA inventory (selectors,
+// constraints, alternatives); a claim already allocated for this pod counts
+// its devices.
+func claimGPUs(p *corev1.Pod, groups groupLookup) (draNeed, error) {
+	var need draNeed
+	var open []*resourcev1.ResourceClaim
+	held := 0
 	for _, rc := range p.Spec.ResourceClaims {
 		name, ok := claimName(p, rc)
 		if !ok {
-			return 0, 0, errNotReady{fmt.Sprintf("ResourceClaim for %q is not created yet", rc.Name)}
+			return need, errNotReady{fmt.Sprintf("ResourceClaim for %q is not created yet", rc.Name)}
 		}
 		c, ok := groups.claim(p.Namespace, name)
 		if !ok {
-			return 0, 0, errNotReady{fmt.Sprintf("ResourceClaim %s not found", name)}
+			return need, errNotReady{fmt.Sprintf("ResourceClaim %s not found", name)}
 		}
-		if c.Status.Allocation != nil && !reservedForPod(c, p) {
-			continue // allocated for another pod (shared): its devices are counted as used
-		}
-		for _, req := range c.Spec.Devices.Requests {
-			if req.Exactly == nil {
-				return 0, 0, fmt.Errorf("ResourceClaim %s request %q: only exactly-requests are supported (firstAvailable is not yet)", name, req.Name)
-			}
-			if !groups.deviceClass(req.Exactly.DeviceClassName) {
-				return 0, 0, fmt.Errorf("ResourceClaim %s request %q: DeviceClass %q does not exist", name, req.Name, req.Exactly.DeviceClassName)
-			}
-			if req.Exactly.AllocationMode == resourcev1.DeviceAllocationModeAll {
-				return 0, 0, fmt.Errorf("ResourceClaim %s request %q: allocationMode All is not supported yet", name, req.Name)
-			}
-			count := int(req.Exactly.Count)
-			if count == 0 {
-				count = 1
-			}
-			total += count
-		}
-		for _, con := range c.Spec.Devices.Constraints {
-			if con.MatchAttribute == nil {
-				continue
-			}
-			switch string(*con.MatchAttribute) {
-			case attrPCIeRoot:
-				scope = max(scope, workload.ScopePCIe)
-			case attrNUMANode:
-				scope = max(scope, workload.ScopeNUMA)
-			default:
-				// Attributes every device of a node shares (model, driver version)
-				// hold anyway for one node's GPUs of one model.
-			}
+		switch {
+		case c.Status.Allocation == nil:
+			open = append(open, c)
+		case reservedForPod(c, p):
+			held += len(c.Status.Allocation.Devices.Results)
+		default:
+			// Allocated for another pod (shared): its devices are counted as used.
 		}
 	}
-	return total, scope, nil
+	if len(open) > 0 {
+		v := groups.devices()
+		if v == nil {
+			return need, errNotReady{"the DRA inventory is not read yet"}
+		}
+		var err error
+		if need, err = v.claimDevices(string(p.UID), open); err != nil {
+			return need, err
+		}
+	}
+	need.gpus += held
+	return need, nil
 }
 
 // errNotReady is a request that cannot be read yet but will be (a claim the

@@ -112,6 +112,20 @@ func nodeFromObject(n *corev1.Node, gpuResource string, slices []*resourcev1.Res
 			}
 		}
 	}
+	if mem := gpuMemory(n); mem > 0 {
+		for i := range out.Devices {
+			if out.Devices[i].MemMiB == 0 {
+				out.Devices[i].MemMiB = mem
+			}
+		}
+	}
+	// MIG GPUs of the device plugin's mixed strategy (mig.go).
+	taken := map[string]bool{}
+	for _, d := range out.Devices {
+		taken[d.ID] = true
+	}
+	migs, migWarnings := migDevices(n, model, gpuMemory(n), len(out.Devices), taken)
+	warnings = append(warnings, migWarnings...)
 	if raw := n.Annotations[v1alpha1.AnnotationUnhealthyGPUs]; raw != "" {
 		bad := map[string]bool{}
 		for _, id := range strings.Split(raw, ",") {
@@ -127,6 +141,7 @@ func nodeFromObject(n *corev1.Node, gpuResource string, slices []*resourcev1.Res
 		warnings = append(warnings, err.Error()+"; using the default layout")
 		out.Devices = defaultLayout(len(out.Devices), model)
 	}
+	out.Devices = append(out.Devices, migs...)
 	return out, warnings
 }
 
@@ -177,9 +192,9 @@ func devicesFromSlices(node string, slices []*resourcev1.ResourceSlice, driver, 
 			continue
 		}
 		for _, d := range s.Spec.Devices {
-			if t, ok := d.Attributes["type"]; ok && t.StringValue != nil && *t.StringValue != "gpu" {
-				continue // MIG and VFIO devices are not whole GPUs
-			}
+			// Every device of the driver is inventory, MIG partitions too:
+			// selectors (a DeviceClass's type == "gpu") decide what serves a
+			// request, and shared counters keep partitions of one GPU apart.
 			cd := cluster.Device{ID: d.Name, Model: model, NVLink: -1}
 			if a, ok := d.Attributes["productName"]; ok && a.StringValue != nil && *a.StringValue != "" {
 				cd.Model = modelFromProduct(*a.StringValue)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,13 +54,18 @@ type Scheduler struct {
 	log      *slog.Logger
 	ready    atomic.Bool
 	events   events.EventBroadcaster
+	// preempting holds back jobs whose victims are still terminating.
+	preempting preemptions
 }
 
 // CycleResult summarises one cycle, for logs and tests.
 type CycleResult struct {
 	Plan           engine.Plan
 	PodsBound      int
+	PodsEvicted    int
 	BindErrors     []error
+	EvictErrors    []error
+	RefusedJobs    int
 	PendingJobs    int
 	InvalidJobs    int
 	WaitingForPods int
@@ -129,12 +135,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		switch {
 		case err != nil:
 			s.log.Error("cycle failed", "err", err)
-		case res.PodsBound > 0 || len(res.BindErrors) > 0:
-			s.log.Info("cycle", "bound", res.PodsBound, "pending_jobs", res.PendingJobs,
-				"bind_errors", len(res.BindErrors))
+		case res.PodsBound > 0 || res.PodsEvicted > 0 || len(res.BindErrors) > 0 || len(res.EvictErrors) > 0:
+			s.log.Info("cycle", "bound", res.PodsBound, "evicted", res.PodsEvicted, "pending_jobs", res.PendingJobs,
+				"bind_errors", len(res.BindErrors), "evict_errors", len(res.EvictErrors))
 		}
 		for _, e := range res.BindErrors {
 			s.log.Warn("binding failed", "err", e)
+		}
+		for _, e := range res.EvictErrors {
+			s.log.Warn("eviction failed", "err", e)
 		}
 		select {
 		case <-ctx.Done():
@@ -185,14 +194,59 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		res.PodsBound++
 		s.reporter.scheduled(rb.pod, rb.node, " (its claims were already allocated)")
 	}
+	held := s.holdPreemptors(w, start)
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+
+	// Evictions go first: the binds of the same plan may use what they
+	// free. A bind onto a node that still holds a victim waits for the
+	// victim to terminate (the kubelet counts it until then).
+	evictedOn := map[string]bool{}
+	for _, ev := range plan.Evictions {
+		pods, err := s.binder.evict(ctx, w, ev, s.reporter)
+		if err != nil {
+			res.EvictErrors = append(res.EvictErrors, err)
+		}
+		res.PodsEvicted += len(pods)
+		s.metrics.queue.evictions.WithLabelValues(string(ev.Cause)).Add(float64(len(pods)))
+		if len(pods) > 0 {
+			s.metrics.queue.lostGPUSeconds.WithLabelValues(string(ev.Cause)).Add(ev.LostGPUSeconds)
+		}
+		for _, p := range pods {
+			evictedOn[p.Spec.NodeName] = true
+		}
+		if ev.By != "" && len(pods) > 0 {
+			s.preempting.record(ev.By, pods, start)
+		}
+	}
+	binds := plan.Binds
+	if len(evictedOn) > 0 {
+		binds = nil
+		for _, gb := range plan.Binds {
+			if onAny(gb, evictedOn) {
+				held[gb.Job] = s.preempting.victims(gb.Job)
+				continue
+			}
+			binds = append(binds, gb)
+		}
+	}
+	// MIG re-partitions go to the nodes' MIG managers (mig.go); the jobs
+	// waiting for them are reported pending below.
+	if len(plan.Repartitions) > 0 {
+		if err := s.binder.repartition(ctx, plan.Repartitions); err != nil {
+			s.log.Warn("MIG re-partition", "err", err)
+		}
+		for _, rp := range plan.Repartitions {
+			s.log.Info("planned MIG re-partition", "node", rp.Node, "gpu", rp.Device,
+				"layout", formatLayout(rp.Layout), "reason", rp.Reason)
+		}
+	}
 	// Gangs bind concurrently, each in pod order on its own worker: the
 	// API round trips, not the engine, bound a cycle's throughput.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, s.opts.BindWorkers)
-	for _, gb := range plan.Binds {
+	for _, gb := range binds {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(gb engine.GangBind) {
@@ -218,11 +272,22 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		}(gb)
 	}
 	wg.Wait()
+	for job, victims := range held {
+		kj := w.byID[job]
+		if kj == nil {
+			continue
+		}
+		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, waitingForVictims(victims)); err != nil {
+			s.log.Warn("reporting", "err", err)
+		}
+	}
 	for _, p := range plan.Pending {
 		kj := w.byID[p.Job]
-		msg := p.Reason.Message
+		if kj == nil {
+			continue
+		}
+		reason, msg := pendingCondition(p.Reason)
 		if p.Reason.Verdict == placement.NeverFits {
-			msg = "never fits: " + msg
 			// Part of this gang is bound (a binding failed part-way, or the
 			// cluster shrank) and the rest can never join it: the bound pods
 			// hold GPUs for nothing, so the gang is rolled back whole.
@@ -242,7 +307,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 				}
 			}
 		}
-		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, msg); err != nil {
+		if err := s.reporter.pending(ctx, kj, reason, msg); err != nil {
 			s.log.Warn("reporting", "err", err)
 		}
 	}
@@ -252,19 +317,21 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		pendingReason[p.Job] = p.Reason.Message
 	}
 	boundNow := map[workload.JobID]int{}
-	for _, gb := range plan.Binds {
+	for _, gb := range binds {
 		boundNow[gb.Job] = len(gb.Pods)
 	}
 	for _, kj := range w.jobs {
 		if kj.group == "" {
 			continue
 		}
-		ns := kj.pods[kj.refs[0]].Namespace
+		ns := kj.job.Namespace
 		scheduled := len(kj.bound)+boundNow[kj.job.ID] >= kj.job.GangMin() && kj.invalid == "" && kj.waiting == ""
 		msg, reason := pendingReason[kj.job.ID], ReasonUnschedulable
 		switch {
 		case kj.invalid != "":
 			msg, reason = kj.invalid, ReasonInvalid
+		case kj.refused != nil && !scheduled:
+			msg, reason = kj.refused.message, kj.refused.reason
 		case kj.waiting != "":
 			msg, reason = kj.waiting, ReasonGangIncomplete
 		}
@@ -299,10 +366,22 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			if err := s.reporter.pending(ctx, kj, ReasonGangIncomplete, kj.waiting); err != nil {
 				s.log.Warn("reporting", "err", err)
 			}
+		case kj.refused != nil:
+			// Never bound: the job is not in the snapshot.
+			res.RefusedJobs++
+			if err := s.reporter.pending(ctx, kj, kj.refused.reason, kj.refused.message); err != nil {
+				s.log.Warn("reporting", "err", err)
+			}
 		}
 	}
 	s.reporter.forget(waiting)
-	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods
+
+	statuses := queueStatuses(w.queues, plan.Queues, s.opts.GPUResource)
+	s.metrics.queue.set(statuses)
+	if err := s.reporter.queueStatus(ctx, s.cache, statuses); err != nil {
+		s.log.Warn("Queue status", "err", err)
+	}
+	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods + res.RefusedJobs + len(held)
 	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
 	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
 	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
@@ -316,6 +395,7 @@ type metrics struct {
 	podsBound    prometheus.Counter
 	bindErrors   prometheus.Counter
 	cyclePanics  prometheus.Counter
+	queue        *queueMetrics
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -327,9 +407,74 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		podsBound:   prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_pods_bound_total", Help: "Pods bound."}),
 		bindErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_binding_errors_total", Help: "Gangs whose binding failed part-way."}),
 		cyclePanics: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_cycle_panics_total", Help: "Cycles that panicked (a bug: see the log)."}),
+		queue:       newQueueMetrics(),
 	}
 	if reg != nil {
 		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics)
+		reg.MustRegister(m.queue.collectors()...)
 	}
 	return m
+}
+
+// holdPreemptors takes out of the snapshot the jobs still waiting for pods
+// evicted for them to terminate, and returns them with those pods' names.
+func (s *Scheduler) holdPreemptors(w *world, now time.Time) map[workload.JobID][]string {
+	if len(s.preempting.waits) == 0 {
+		return map[workload.JobID][]string{} // the common case costs no pod listing
+	}
+	live := map[types.UID]bool{}
+	for _, o := range s.cache.pods.GetStore().List() {
+		if p := o.(*corev1.Pod); !terminal(p) {
+			live[p.UID] = true
+		}
+	}
+	held := s.preempting.waiting(live, now)
+	if len(held) == 0 {
+		return map[workload.JobID][]string{}
+	}
+	kept := w.snap.Pending[:0:0]
+	for _, pj := range w.snap.Pending {
+		if _, ok := held[pj.Job.ID]; !ok {
+			kept = append(kept, pj)
+		}
+	}
+	w.snap.Pending = kept
+	return held
+}
+
+func waitingForVictims(victims []string) string {
+	const show = 5
+	if len(victims) > show {
+		return fmt.Sprintf("waiting for %d preempted pods to terminate (%s and %d more)", len(victims),
+			strings.Join(victims[:show], ", "), len(victims)-show)
+	}
+	return fmt.Sprintf("waiting for %d preempted pods to terminate (%s)", len(victims), strings.Join(victims, ", "))
+}
+
+// onAny reports whether a gang puts a pod on one of the nodes.
+func onAny(gb engine.GangBind, nodes map[string]bool) bool {
+	for _, pb := range gb.Pods {
+		if nodes[pb.Node] {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingCondition turns the engine's reason for a waiting job into the
+// PodScheduled=False reason and message. A job its queue refuses, or one
+// held by its queue's limit, is not Unschedulable: more nodes would not
+// help it, and autoscalers read that reason. A verdict this adapter does
+// not know is still shown, as Unschedulable with the engine's message.
+func pendingCondition(r engine.Reason) (reason, message string) {
+	switch r.Verdict {
+	case placement.NeverFits:
+		return ReasonUnschedulable, "never fits: " + r.Message
+	case placement.WaitQuota:
+		return ReasonQueueLimit, r.Message
+	case placement.Refused:
+		return ReasonQueueRefused, r.Message
+	default:
+		return ReasonUnschedulable, r.Message
+	}
 }

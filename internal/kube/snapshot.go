@@ -26,6 +26,9 @@ type world struct {
 	warnings []string
 	// claims maps a pod (by UID) to its unallocated ResourceClaims.
 	claims map[string][]*resourcev1.ResourceClaim
+	// dra is the cycle's DRA inventory and how each pod's devices fill
+	// its claims.
+	dra *draView
 	// pools maps node -> DRA device name -> pool.
 	pools map[string]map[string]string
 	// resume lists pods whose claims are allocated for them but which are
@@ -35,6 +38,8 @@ type world struct {
 	topology    topologyChoice
 	topologyErr string
 	levelLabels []string
+	// queues is what the Queue objects say this cycle.
+	queues *queueSet
 }
 
 type resumeBind struct {
@@ -139,7 +144,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 
 	pods := c.listPods()
 	assumed := c.assumedNow(pods, now)
-	lk := lookup{c}
+	lk := lookup{c: c}
 	// A pod whose claims corral already allocated (a scheduler stopped
 	// between the claim and the binding) is finished first, on the node its
 	// claims name: the devices are taken, only the binding is missing.
@@ -161,17 +166,32 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 			poolNode[pool] = node
 		}
 	}
-	w.warnings = append(w.warnings, account(state, pods, assumed, c.listClaims(), poolNode, c.cfg)...)
+	claims := c.listClaims()
+	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
+	w.warnings = append(w.warnings, warns...)
+
+	// The DRA inventory: counters used by allocated devices, and devices
+	// whose counters are used up taken out of the free capacity.
+	w.dra = newDRAView(c.cfg.draDriver, c.cel, slices, allocatedDevices(claims, poolNode, c.cfg.draDriver), lk.deviceClass)
+	w.dra.markExhausted(state)
+	lk.dra = w.dra
 
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
+	w.queues = c.readQueues(state.Models())
 	var mix placement.MixCounter
-	snap := &engine.Snapshot{State: state, Now: now}
+	snap := &engine.Snapshot{State: state, Now: now, Queues: w.queues.specs}
 	for _, kj := range w.jobs {
 		w.byID[kj.job.ID] = kj
 		for _, ps := range kj.job.PodSets {
 			mix.Observe(ps.Request, ps.Count)
 		}
-		if !kj.pending() || kj.invalid != "" || kj.waiting != "" {
+		w.admit(kj)
+		if len(kj.bound) > 0 {
+			rj, warns := runningJob(kj, holds, assumed, state, now)
+			w.warnings = append(w.warnings, warns...)
+			snap.Running = append(snap.Running, rj)
+		}
+		if !kj.pending() || kj.invalid != "" || kj.waiting != "" || kj.refused != nil {
 			continue
 		}
 		pj := engine.PendingJob{Job: kj.job}
@@ -199,6 +219,28 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	return w, nil
 }
 
+// allocatedDevices lists the driver's devices that allocated claims hold,
+// as "node/device".
+func allocatedDevices(claims []*resourcev1.ResourceClaim, poolNode map[string]string, driver string) map[string]bool {
+	out := map[string]bool{}
+	for _, cl := range claims {
+		if cl.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			if r.Driver != driver {
+				continue
+			}
+			node := r.Pool
+			if pn, ok := poolNode[r.Pool]; ok {
+				node = pn
+			}
+			out[node+"/"+r.Device] = true
+		}
+	}
+	return out
+}
+
 func nodesOf(assumed map[string]assumedPod) map[string]string {
 	out := make(map[string]string, len(assumed))
 	for uid, a := range assumed {
@@ -219,8 +261,12 @@ func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok 
 // the GPU extended resource, the lowest-numbered free GPUs (which ones the
 // device plugin gave them is not visible). Pods with known GPUs go first so
 // that unknown ones cannot take their devices.
-func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod, claims []*resourcev1.ResourceClaim, poolNode map[string]string, cfg adapterConfig) []string {
+//
+// It returns what each pod was charged (by UID), which the running jobs of
+// the snapshot carry for preemption.
+func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod, claims []*resourcev1.ResourceClaim, poolNode map[string]string, cfg adapterConfig) (map[string]podHold, []string) {
 	var warnings []string
+	holds := map[string]podHold{}
 	type held struct {
 		pod       *corev1.Pod
 		node      int
@@ -243,11 +289,13 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 		if !ok {
 			continue // a node corral does not manage
 		}
-		hs = append(hs, held{pod: p, node: n, ann: ann, knownGPUs: ann[v1alpha1.AnnotationAssignedGPUs] != ""})
+		hs = append(hs, held{pod: p, node: n, ann: ann, knownGPUs: ann[v1alpha1.AnnotationAssignedGPUs] != "" ||
+			ann[v1alpha1.AnnotationAssignedMIG] != ""})
 	}
 	sort.SliceStable(hs, func(i, j int) bool { return hs[i].knownGPUs && !hs[j].knownGPUs })
 
 	// Devices of allocated claims, once per claim.
+	claimHolds := map[string]cluster.Alloc{}
 	for _, cl := range claims {
 		if cl.Status.Allocation == nil {
 			continue
@@ -267,6 +315,13 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 			if k := deviceIndex(s.Node(n), r.Device); k >= 0 {
 				if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
 					warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
+					continue
+				}
+				// The claim's devices belong to the pods it is reserved for.
+				for _, rf := range cl.Status.ReservedFor {
+					h := claimHolds[string(rf.UID)]
+					h.Devices = append(h.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+					claimHolds[string(rf.UID)] = h
 				}
 			}
 		}
@@ -282,17 +337,28 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 		a := cluster.Alloc{CPUMilli: req.CPUMilli, MemMiB: req.MemMiB}
 		node := s.Node(h.node)
 		switch {
-		case h.knownGPUs:
-			milli := int32(1000)
-			if req.Fractional() {
-				milli = int32(req.GPUMilli)
+		case req.MIG():
+			// The instance corral recorded, else the first free one of the
+			// profile, as the device plugin hands them out.
+			milli := int32(req.GPUMilliTotal())
+			if a.Devices = migShares(node, h.ann[v1alpha1.AnnotationAssignedMIG], milli); len(a.Devices) == 0 {
+				a.Devices = firstFreeMIG(s, h.node, req.MIGProfile, milli)
 			}
+		case h.knownGPUs:
 			for _, id := range strings.Split(h.ann[v1alpha1.AnnotationAssignedGPUs], ",") {
 				if k := deviceIndex(node, strings.TrimSpace(id)); k >= 0 {
+					milli := int32(1000)
+					if req.Fractional() {
+						milli = int32(req.GPUMilli)
+					} else if req.ByMemory() {
+						if m, ok := workload.MilliForMemory(req.GPUMemMiB, node.Devices[k].MemMiB); ok {
+							milli = m
+						}
+					}
 					a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: milli})
 				}
 			}
-		case req.GPUs > 0 && !req.Fractional():
+		case req.GPUs > 0 && !req.Fractional() && !req.ByMemory():
 			free := s.GPUFree(h.node)
 			for k := range free {
 				if len(a.Devices) < req.GPUs && free[k] == 1000 {
@@ -309,8 +375,18 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 			a.MemMiB = min(a.MemMiB, s.FreeMem(h.node))
 			_ = s.Allocate(h.node, a)
 		}
+		uid := string(h.pod.UID)
+		a.Devices = append(a.Devices, claimHolds[uid].Devices...)
+		holds[uid] = podHold{node: h.node, alloc: a}
 	}
-	return warnings
+	return holds, warnings
+}
+
+// podHold is what one bound pod holds: its node (index in the state) and
+// its CPU, memory and devices.
+type podHold struct {
+	node  int
+	alloc cluster.Alloc
 }
 
 func deviceIndex(n *cluster.Node, id string) int {
@@ -328,4 +404,5 @@ type noLookup struct{}
 func (noLookup) jobParallelism(string, string) (int, bool)              { return 0, false }
 func (noLookup) podGroup(string, string) (int, string, bool)            { return 0, "", false }
 func (noLookup) claim(string, string) (*resourcev1.ResourceClaim, bool) { return nil, false }
-func (noLookup) deviceClass(string) bool                                { return false }
+func (noLookup) deviceClass(string) (*resourcev1.DeviceClass, bool)     { return nil, false }
+func (noLookup) devices() *draView                                      { return nil }

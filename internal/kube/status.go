@@ -32,6 +32,14 @@ const (
 	// ReasonGangIncomplete: the gang has fewer pods (or claims) than it needs
 	// yet.
 	ReasonGangIncomplete = "GangIncomplete"
+	// ReasonQueueLimit: the job fits the cluster, but its queue (or an
+	// ancestor) is at its limit.
+	ReasonQueueLimit = "QueueLimit"
+	// ReasonQueueRefused: the engine refused the job's queue. The adapter
+	// checks admission itself first and then writes the precise refusal
+	// (UnknownQueue, InvalidQueue, NotLeaf, NamespaceDenied, NoDefault:
+	// the queue package's Refusal names) instead.
+	ReasonQueueRefused = "QueueRefused"
 )
 
 // reporter tells users why their pods wait: a PodScheduled=False condition

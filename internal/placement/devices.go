@@ -73,31 +73,9 @@ func pickScoped(s *cluster.State, n int, k int, mask cluster.ModelMask, order De
 				cand = append(cand, i)
 			}
 		}
-		if len(cand) < k {
+		got := chooseIn(node, free, cand, k, order, scope)
+		if got == nil {
 			continue
-		}
-		if scope >= 0 {
-			// Only one group at the scope level may serve: take the fullest
-			// that holds k, then choose inside it as usual.
-			var bestGroup []int
-			for _, g := range groupBy(node, cand, scope) {
-				if len(g) >= k && (bestGroup == nil || len(g) < len(bestGroup)) {
-					bestGroup = g
-				}
-			}
-			if bestGroup == nil {
-				continue
-			}
-			cand = bestGroup
-		}
-		var got []int
-		switch {
-		case order == FirstFree:
-			got = append([]int(nil), cand[:k]...)
-		case len(node.Devices) <= 64 && combinations(len(cand), k) <= exhaustiveLimit:
-			got = pickExhaustive(node, free, cand, k)
-		default:
-			got = pickNested(node, cand, 0, k, nil)
 		}
 		cost := spans(node, got)
 		if best == nil || lessCost(cost, bestCost) {
@@ -105,6 +83,75 @@ func pickScoped(s *cluster.State, n int, k int, mask cluster.ModelMask, order De
 		}
 	}
 	return best
+}
+
+// pickEligible chooses r's devices on node n from the device sets its filter
+// allows: with allocation mode All the whole set, which must be free;
+// otherwise r.GPUs of one set, by interconnect inside it. Among sets that
+// serve equally well it takes the one with the fewest free devices, so that
+// larger sets stay whole for later pods.
+func pickEligible(s *cluster.State, n int, r *PodReq, order DeviceOrder) []int {
+	if n >= len(r.eligible) {
+		return nil
+	}
+	node := s.Node(n)
+	free := s.GPUFree(n)
+	var best []int
+	bestCost, bestFree := [deviceLevels]int{}, 0
+	for _, set := range r.eligible[n] {
+		var cand []int
+		for _, i := range set {
+			if free[i] == 1000 && r.Mask.Has(s.DeviceModel(n, i)) {
+				cand = append(cand, i)
+			}
+		}
+		k := r.GPUs
+		if r.Devices.All {
+			if len(cand) < len(set) {
+				continue // allocation mode All needs every device of the set
+			}
+			k = len(cand)
+		}
+		got := chooseIn(node, free, cand, k, order, scopeLevel(r.Scope))
+		if got == nil {
+			continue
+		}
+		cost := spans(node, got)
+		if best == nil || lessCost(cost, bestCost) || (cost == bestCost && len(cand) < bestFree) {
+			best, bestCost, bestFree = got, cost, len(cand)
+		}
+	}
+	return best
+}
+
+// chooseIn picks k of the free devices cand (in index order): with a scope
+// inside the fullest group of that level that holds k, then by interconnect.
+func chooseIn(node *cluster.Node, free []int32, cand []int, k int, order DeviceOrder, scope int) []int {
+	if len(cand) < k || k <= 0 {
+		return nil
+	}
+	if scope >= 0 {
+		// Only one group at the scope level may serve: take the fullest
+		// that holds k, then choose inside it as usual.
+		var bestGroup []int
+		for _, g := range groupBy(node, cand, scope) {
+			if len(g) >= k && (bestGroup == nil || len(g) < len(bestGroup)) {
+				bestGroup = g
+			}
+		}
+		if bestGroup == nil {
+			return nil
+		}
+		cand = bestGroup
+	}
+	switch {
+	case order == FirstFree:
+		return append([]int(nil), cand[:k]...)
+	case len(node.Devices) <= 64 && combinations(len(cand), k) <= exhaustiveLimit:
+		return pickExhaustive(node, free, cand, k)
+	default:
+		return pickNested(node, cand, 0, k, nil)
+	}
 }
 
 // pickNested picks k of the devices cand (sorted by index) level by level.

@@ -32,6 +32,8 @@ type mixKey struct {
 	cpu, mem int64
 	gpus     int
 	milli    int
+	gpuMem   int64
+	mig      string
 	models   string
 	dra      bool
 }
@@ -41,7 +43,7 @@ func (c *MixCounter) Observe(r workload.Request, pods int) {
 	if c.counts == nil {
 		c.counts = map[mixKey]float64{}
 	}
-	k := mixKey{cpu: r.CPUMilli, mem: r.MemMiB, gpus: r.GPUs, milli: r.GPUMilli, dra: r.DRA}
+	k := mixKey{cpu: r.CPUMilli, mem: r.MemMiB, gpus: r.GPUs, milli: r.GPUMilli, gpuMem: r.GPUMemMiB, mig: r.MIGProfile, dra: r.DRA}
 	for i, m := range r.Models {
 		if i > 0 {
 			k.models += "|"
@@ -72,7 +74,8 @@ func (c *MixCounter) Mix(max int) Mix {
 	}
 	out := make(Mix, len(keys))
 	for i, k := range keys {
-		r := workload.Request{CPUMilli: k.cpu, MemMiB: k.mem, GPUs: k.gpus, GPUMilli: k.milli, DRA: k.dra}
+		r := workload.Request{CPUMilli: k.cpu, MemMiB: k.mem, GPUs: k.gpus, GPUMilli: k.milli,
+			GPUMemMiB: k.gpuMem, MIGProfile: k.mig, DRA: k.dra}
 		if k.models != "" {
 			r.Models = splitModels(k.models)
 		}
@@ -161,6 +164,9 @@ func fingerprint(models []string, mix Mix) uint64 {
 		word(uint64(r.MemMiB))
 		word(uint64(r.GPUs))
 		word(uint64(r.GPUMilli))
+		word(uint64(r.GPUMemMiB))
+		h.Write([]byte(r.MIGProfile))
+		h.Write([]byte{0})
 		for _, m := range r.Models {
 			h.Write([]byte(m))
 			h.Write([]byte{0})
@@ -181,13 +187,26 @@ func NewFragScorer(s *cluster.State, mix Mix, memo *FragMemo) *FragScorer {
 	}
 	f := &FragScorer{memo: memo.table}
 	for _, e := range mix {
+		if e.Request.MIG() {
+			// MIG instances are placed by their own rule (migScore); MIG
+			// GPUs are a model of their own that other shapes never use.
+			continue
+		}
 		mask, _ := RequestMask(s, e.Request)
+		per := int32(e.Request.PerGPUMilli())
+		if e.Request.ByMemory() {
+			// Against the largest accepted GPU: the share is smallest there.
+			per, _ = workload.MilliForMemory(e.Request.GPUMemMiB, LargestGPUMemory(s, mask))
+			if per == 0 {
+				per = workload.MilliPerGPU + 1 // fits nowhere
+			}
+		}
 		f.mix = append(f.mix, fragShape{
 			cpu: e.Request.CPUMilli, mem: e.Request.MemMiB,
-			count: e.Request.DeviceCount(), per: int32(e.Request.PerGPUMilli()),
+			count: e.Request.DeviceCount(), per: per,
 			mask: mask, weight: e.Weight,
 		})
-		if e.Request.GPUMilliTotal() == 0 {
+		if !e.Request.NeedsGPU() {
 			f.mix[len(f.mix)-1].count, f.mix[len(f.mix)-1].per = 0, 0
 		}
 	}
@@ -195,7 +214,7 @@ func NewFragScorer(s *cluster.State, mix Mix, memo *FragMemo) *FragScorer {
 	// strands a GPU is too little CPU for the pods that would use it.
 	var cpu, mem, gpu float64
 	for _, e := range mix {
-		if g := e.Request.GPUMilliTotal(); g > 0 {
+		if g := e.Request.GPUMilliTotal(); g > 0 && !e.Request.MIG() {
 			cpu += e.Weight * float64(e.Request.CPUMilli)
 			mem += e.Weight * float64(e.Request.MemMiB)
 			gpu += e.Weight * float64(g)
@@ -225,18 +244,37 @@ func (f *FragScorer) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	for _, x := range free {
 		total += int64(x)
 	}
-	remaining := total - r.GPUMilliTotal()
+	need := r.GPUMilliTotal()
+	if r.ByMemory() {
+		// The share's milli depends on the GPU; nodes hold one model, so
+		// the first GPU that takes it stands for all.
+		need = 0
+		fractionalGPUs(s, n, r, func(k int, _ int32) {
+			if m, ok := shareMilli(s, n, k, r); ok && need == 0 {
+				need = int64(m)
+			}
+		})
+	}
+	remaining := total - need
 	strand := f.stranded(remaining, cpu, mem) - f.stranded(total, s.FreeCPU(n), s.FreeMem(n))
 	// rest is the part of the score that does not depend on the GPU: the
 	// growth of stranding, and best fit on what the node keeps free as a
 	// small tie-breaker.
 	rest := -strandWeight*strand - float64(remaining)*1e-6
 	switch {
-	case r.Fractional():
+	case r.MIG():
+		// Not reached through a Placer (MIG pods use migScore); best fit
+		// alone keeps the scorer total.
+		return rest, -1
+	case r.shared():
 		best, gpu := 0.0, -1
 		fractionalGPUs(s, n, r, func(k int, fk int32) {
+			milli := int32(r.GPUMilli)
+			if r.ByMemory() {
+				milli, _ = shareMilli(s, n, k, r)
+			}
 			copy(probe, free)
-			probe[k] -= int32(r.GPUMilli)
+			probe[k] -= milli
 			d := f.nodeFrag(s, n, cpu, mem, probe) - before
 			// Among equal gradients prefer the fuller GPU.
 			d += float64(fk) * 1e-9

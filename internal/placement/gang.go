@@ -62,8 +62,19 @@ func canHost(s *cluster.State, n int, r *PodReq) bool {
 	if len(r.NodeLabels) > 0 && !r.NodeMatches(s.Node(n).Labels) {
 		return false
 	}
-	if r.GPUMilliTotal() == 0 {
+	if !r.NeedsGPU() {
 		return true
+	}
+	if r.Devices != nil {
+		return pickEligible(s, n, r, FirstFree) != nil // feasibility only: the cheap order
+	}
+	if r.MIG() {
+		return migGPU(s, n, r, FirstFree) >= 0
+	}
+	if r.ByMemory() {
+		found := false
+		fractionalGPUs(s, n, r, func(int, int32) { found = true })
+		return found
 	}
 	if lv := scopeLevel(r.Scope); lv >= 0 && !r.Fractional() {
 		return pickScoped(s, n, r.GPUs, r.Mask, Interconnect, lv) != nil
@@ -85,16 +96,34 @@ func canHost(s *cluster.State, n int, r *PodReq) bool {
 func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
 	a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
 	switch {
-	case r.Fractional():
+	case r.MIG():
+		if gpu < 0 {
+			_, gpu = p.score(n, r)
+		}
+		share, ok := migShare(p.s, n, gpu, r)
+		if !ok {
+			return false
+		}
+		a.Devices = []cluster.DeviceShare{share}
+	case r.shared():
 		if gpu < 0 {
 			_, gpu = p.scorer.Score(p.s, n, r)
 		}
 		if gpu < 0 {
 			return false
 		}
-		a.Devices = []cluster.DeviceShare{{Device: gpu, Milli: int32(r.GPUMilli)}}
+		milli, ok := shareMilli(p.s, n, gpu, r)
+		if !ok {
+			return false
+		}
+		a.Devices = []cluster.DeviceShare{{Device: gpu, Milli: milli}}
 	case r.GPUs > 0:
-		devs := pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
+		var devs []int
+		if r.Devices != nil {
+			devs = pickEligible(p.s, n, r, p.devices)
+		} else {
+			devs = pickScoped(p.s, n, r.GPUs, r.Mask, p.devices, scopeLevel(r.Scope))
+		}
 		if devs == nil {
 			return false
 		}
@@ -122,7 +151,7 @@ func (p *Placer) PlacePod(r *PodReq, within cluster.DomainID) (Assignment, bool)
 		if !canHost(p.s, i, r) {
 			continue
 		}
-		if score, g := p.scorer.Score(p.s, i, r); n < 0 || score > best {
+		if score, g := p.score(i, r); n < 0 || score > best {
 			n, gpu, best = i, g, score
 		}
 	}
@@ -179,7 +208,7 @@ func (p *Placer) oneNodeMayHold(d cluster.DomainID, groups []podGroup) bool {
 	need := map[cluster.ModelMask]int{}
 	var masks []cluster.ModelMask
 	for _, g := range groups {
-		if g.req.GPUs > 0 && !g.req.Fractional() {
+		if g.req.whole() {
 			if _, ok := need[g.req.Mask]; !ok {
 				masks = append(masks, g.req.Mask)
 			}
@@ -201,7 +230,7 @@ func (p *Placer) scoreNode(n int, pods []PodReq) (float64, int, bool) {
 		if !canHost(p.s, n, &pods[0]) {
 			return 0, -1, false
 		}
-		score, gpu := p.scorer.Score(p.s, n, &pods[0])
+		score, gpu := p.score(n, &pods[0])
 		return score, gpu, true
 	}
 	m := p.mark()
@@ -211,7 +240,7 @@ func (p *Placer) scoreNode(n int, pods []PodReq) (float64, int, bool) {
 		if !canHost(p.s, n, &pods[i]) {
 			return 0, -1, false
 		}
-		score, gpu := p.scorer.Score(p.s, n, &pods[i])
+		score, gpu := p.score(n, &pods[i])
 		if !p.allocOn(n, &pods[i], gpu) {
 			return 0, -1, false
 		}
@@ -255,9 +284,22 @@ func boundOn(s *cluster.State, d cluster.DomainID, groups []podGroup, capacity b
 		fit := g.count
 		r := g.req
 		switch {
-		case r.Fractional():
-			if !capacity {
-				if m := int(s.DomainFreeMilli(d, r.Mask) / int64(r.GPUMilli)); m < fit {
+		case r.shared() || r.MIG():
+			// A share of one GPU: bounded by the free milli over the least
+			// milli it can take (its fraction, its memory on the largest
+			// GPU, its MIG compute share).
+			least := int64(r.GPUMilli)
+			if r.ByMemory() {
+				least = int64(r.MemMilli)
+			} else if r.MIG() {
+				least = r.GPUMilliTotal()
+			}
+			if least <= 0 {
+				fit = 0
+			} else if !capacity && r.MIG() {
+				fit = min(fit, freeInstances(s, d, r))
+			} else if !capacity {
+				if m := int(s.DomainFreeMilli(d, r.Mask) / least); m < fit {
 					fit = m
 				}
 			} else if s.DomainCapacityGPUs(d, r.Mask) == 0 {
@@ -326,7 +368,7 @@ func (p *Placer) fill(d cluster.DomainID, pods []PodReq, all bool) int {
 			if !canHost(p.s, n, r) {
 				break
 			}
-			_, gpu := p.scorer.Score(p.s, n, r)
+			_, gpu := p.score(n, r)
 			if !p.allocOn(n, r, gpu) {
 				break
 			}

@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -16,9 +17,41 @@ const DRAModelPrefix = "dra:"
 // RequestMask is the set of the cluster's models that may serve r, and the
 // names r asked for that the cluster lacks.
 func RequestMask(s *cluster.State, r workload.Request) (cluster.ModelMask, []string) {
-	if r.GPUMilliTotal() == 0 {
+	if !r.NeedsGPU() {
 		return cluster.AllModels, nil
 	}
+	if r.MIG() {
+		return migMask(s, r), nil
+	}
+	mask, unknown := requestMask(s, r)
+	if mask != 0 && mask&^s.MIGMask() == 0 {
+		// MIG GPUs serve only MIG instances.
+		return 0, []string{"(a GPU not in MIG mode)"}
+	}
+	return mask &^ s.MIGMask(), unknown
+}
+
+// migMask is the set of MIG models whose geometry offers r's profile and
+// whose GPU model r accepts.
+func migMask(s *cluster.State, r workload.Request) cluster.ModelMask {
+	var mask cluster.ModelMask
+	for i, name := range s.Models() {
+		g := s.MIGGeometry(i)
+		if g == nil {
+			continue
+		}
+		if _, ok := g.Profile(r.MIGProfile); !ok {
+			continue
+		}
+		base := strings.TrimSuffix(name, cluster.MIGModelSuffix)
+		if len(r.Models) == 0 || slices.Contains(r.Models, base) || slices.Contains(r.Models, g.Name) {
+			mask |= 1 << uint(i)
+		}
+	}
+	return mask
+}
+
+func requestMask(s *cluster.State, r workload.Request) (cluster.ModelMask, []string) {
 	if len(r.Models) == 0 {
 		var mask cluster.ModelMask
 		for i, m := range s.Models() {

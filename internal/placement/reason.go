@@ -118,6 +118,13 @@ func waitFree(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 		msg = fmt.Sprintf("the cluster has no room for %s now (fits %d of %d pods, %s free)",
 			shape, max(bestNow, 0), need, freeText(bestFree, groups))
 	}
+	for _, g := range groups {
+		if g.req.Devices != nil {
+			// Aggregates count every free GPU; say how many the filter allows.
+			msg += fmt.Sprintf("; %d free devices match its selectors and constraints", freeEligible(s, g.req))
+			break
+		}
+	}
 	return &Failure{Verdict: WaitFree, Level: levelName, Best: bestName, BestFits: max(bestNow, 0), Message: msg}
 }
 
@@ -148,35 +155,80 @@ func everFits(s *cluster.State, r *PodReq) bool {
 		if !s.Schedulable(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB || !r.NodeMatches(node.Labels) {
 			continue
 		}
-		if r.GPUMilliTotal() == 0 {
+		if !r.NeedsGPU() {
 			return true
 		}
-		c := 0
-		for k := range node.Devices {
-			if r.Mask.Has(s.DeviceModel(n, k)) && s.DeviceHealthy(n, k) {
-				c++
-			}
-		}
-		if c >= r.DeviceCount() {
+		if eligibleOnNode(s, n, r) >= r.DeviceCount() {
 			return true
 		}
 	}
 	return false
 }
 
-func largestNodeText(s *cluster.State, r *PodReq) string {
-	maxGPU, maxCPU, maxMem := 0, int64(0), int64(0)
-	for n := 0; n < s.NumNodes(); n++ {
-		node := s.Node(n)
+// freeEligible counts the wholly free devices a filtered request may use.
+func freeEligible(s *cluster.State, r *PodReq) int {
+	c := 0
+	for n, sets := range r.eligible {
+		free := s.GPUFree(n)
+		for _, set := range sets {
+			for _, k := range set {
+				if free[k] == 1000 && r.Mask.Has(s.DeviceModel(n, k)) {
+					c++
+				}
+			}
+		}
+	}
+	return c
+}
+
+// eligibleOnNode is the largest number of healthy GPUs node n could give
+// one pod of r, free or not: of an accepted model, and with a device filter
+// inside one of its sets (a set for allocation mode All must be all healthy).
+func eligibleOnNode(s *cluster.State, n int, r *PodReq) int {
+	if r.Devices == nil {
 		c := 0
-		for k := range node.Devices {
+		for k := range s.Node(n).Devices {
 			if r.Mask.Has(s.DeviceModel(n, k)) && s.DeviceHealthy(n, k) {
 				c++
 			}
 		}
-		maxGPU = max(maxGPU, c)
+		return c
+	}
+	best := 0
+	if n >= len(r.eligible) {
+		return 0
+	}
+	for _, set := range r.eligible[n] {
+		c := 0
+		for _, k := range set {
+			if r.Mask.Has(s.DeviceModel(n, k)) && s.DeviceHealthy(n, k) {
+				c++
+			}
+		}
+		if r.Devices.All && c < len(set) {
+			continue
+		}
+		if r.Devices.All {
+			c = max(c, r.DeviceCount())
+		}
+		best = max(best, c)
+	}
+	return best
+}
+
+func largestNodeText(s *cluster.State, r *PodReq) string {
+	maxGPU, maxCPU, maxMem := 0, int64(0), int64(0)
+	for n := 0; n < s.NumNodes(); n++ {
+		node := s.Node(n)
+		maxGPU = max(maxGPU, eligibleOnNode(s, n, r))
 		maxCPU = max(maxCPU, node.CPUMilli)
 		maxMem = max(maxMem, node.MemMiB)
+	}
+	if r.GPUMilliTotal() > 0 && maxGPU < r.DeviceCount() && r.Devices != nil {
+		if maxGPU == 0 {
+			return "no healthy device matches its selectors and constraints"
+		}
+		return fmt.Sprintf("the largest set of devices one node has that match its selectors and constraints holds %d", maxGPU)
 	}
 	if r.GPUMilliTotal() > 0 && maxGPU < r.DeviceCount() {
 		models := "accepted"

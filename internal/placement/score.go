@@ -1,6 +1,8 @@
 package placement
 
 import (
+	"sort"
+
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -10,13 +12,93 @@ type PodReq struct {
 	workload.Request
 	Mask cluster.ModelMask
 	Ref  workload.PodRef
+	// MemMilli, for a share by memory, is its GPU-milli on the accepted GPU
+	// with the most memory: the least it can take anywhere, for bounds.
+	// 0 when no accepted GPU has that much memory (or states its memory).
+	MemMilli int32
+	// eligible is Request.Devices by node index: the device index sets a
+	// pod may draw from; nil when the request has no filter.
+	eligible [][][]int
 }
 
 // Resolve turns a request into a PodReq for State s.
 func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq, []string) {
 	mask, unknown := RequestMask(s, r)
-	return PodReq{Request: r, Mask: mask, Ref: ref}, unknown
+	pr := PodReq{Request: r, Mask: mask, Ref: ref}
+	if r.ByMemory() {
+		if m, ok := workload.MilliForMemory(r.GPUMemMiB, LargestGPUMemory(s, mask)); ok {
+			pr.MemMilli = m
+		}
+	}
+	if r.Devices != nil {
+		pr.eligible = resolveGroups(s, r.Devices)
+	}
+	return pr, unknown
 }
+
+// resolveGroups maps a filter's node and device names to indices of s.
+// Names s does not know are dropped: they cannot serve anyway.
+func resolveGroups(s *cluster.State, f *workload.DeviceFilter) [][][]int {
+	out := make([][][]int, s.NumNodes())
+	for name, groups := range f.Groups {
+		n, ok := s.NodeIndex(name)
+		if !ok {
+			continue
+		}
+		index := map[string]int{}
+		for k, d := range s.Node(n).Devices {
+			index[d.ID] = k
+		}
+		for _, g := range groups {
+			var set []int
+			for _, id := range g {
+				if k, ok := index[id]; ok {
+					set = append(set, k)
+				}
+			}
+			if len(set) > 0 {
+				sort.Ints(set)
+				out[n] = append(out[n], set)
+			}
+		}
+		// Map order must not leak into choices: order sets by first device.
+		sort.Slice(out[n], func(i, j int) bool { return out[n][i][0] < out[n][j][0] })
+	}
+	return out
+}
+
+// LargestGPUMemory is the memory of the largest GPU of the models in mask
+// (0 when none states its memory).
+func LargestGPUMemory(s *cluster.State, mask cluster.ModelMask) int64 {
+	var best int64
+	for n := 0; n < s.NumNodes(); n++ {
+		if s.NodeModels(n)&mask == 0 {
+			continue
+		}
+		for k, d := range s.Node(n).Devices {
+			if mask.Has(s.DeviceModel(n, k)) {
+				best = max(best, d.MemMiB)
+			}
+		}
+	}
+	return best
+}
+
+// shareMilli is the GPU-milli r takes on device k of node n: its fraction,
+// or for a share by memory its part of that GPU's memory; ok is false when
+// the device's memory is unknown or too small.
+func shareMilli(s *cluster.State, n, k int, r *PodReq) (int32, bool) {
+	if r.ByMemory() {
+		return workload.MilliForMemory(r.GPUMemMiB, s.Node(n).Devices[k].MemMiB)
+	}
+	return int32(r.GPUMilli), true
+}
+
+// shared reports whether r takes part of one GPU (by milli or by memory).
+func (r *PodReq) shared() bool { return r.Fractional() || r.ByMemory() }
+
+// whole reports whether r takes whole GPUs.
+func (r *PodReq) whole() bool { return r.GPUs > 0 && !r.shared() && !r.MIG() }
 
 // Scorer rates putting one pod on one node; higher is better. For a pod that
 // takes a fraction of a GPU it also says which GPU (index into the node's
@@ -33,11 +115,23 @@ var (
 	_ Scorer = (*FragScorer)(nil)
 )
 
-// fractionalGPUs lists the GPUs of node n that can take r's fraction.
+// fractionalGPUs lists the GPUs of node n that can take r's share.
 func fractionalGPUs(s *cluster.State, n int, r *PodReq, fn func(k int, free int32)) {
 	free := s.GPUFree(n)
+	if !r.ByMemory() {
+		// The hot path of the fgd protocol: a fixed milli on every GPU.
+		for k, f := range free {
+			if f >= int32(r.GPUMilli) && r.Mask.Has(s.DeviceModel(n, k)) {
+				fn(k, f)
+			}
+		}
+		return
+	}
 	for k, f := range free {
-		if f >= int32(r.GPUMilli) && r.Mask.Has(s.DeviceModel(n, k)) {
+		if !r.Mask.Has(s.DeviceModel(n, k)) {
+			continue
+		}
+		if need, ok := shareMilli(s, n, k, r); ok && f >= need {
 			fn(k, f)
 		}
 	}
@@ -78,7 +172,7 @@ func (leastAllocated) Name() string { return "least-allocated" }
 
 func (leastAllocated) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	gpu := -1
-	if r.Fractional() {
+	if r.shared() {
 		var most int32 = -1
 		fractionalGPUs(s, n, r, func(k int, f int32) {
 			if f > most {
@@ -97,7 +191,7 @@ func (mostAllocated) Name() string { return "most-allocated" }
 
 func (mostAllocated) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	gpu := -1
-	if r.Fractional() {
+	if r.shared() {
 		var least int32 = 1 << 30
 		fractionalGPUs(s, n, r, func(k int, f int32) {
 			if f < least {

@@ -100,6 +100,16 @@ func runFGD(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, re
 		plan := eng.Cycle(snap)
 		engineDur += cfg.Clock().Sub(t0).Seconds()
 		res.Summary.Cycles++
+		if len(plan.Repartitions) > 0 {
+			// Re-partitioned at once: place the pod on its new instance.
+			if err := repartition(state, plan, res); err != nil {
+				return rej, err
+			}
+			t0 = cfg.Clock()
+			plan = eng.Cycle(snap)
+			engineDur += cfg.Clock().Sub(t0).Seconds()
+			res.Summary.Cycles++
+		}
 		for _, b := range plan.Binds {
 			if err := apply(state, b); err != nil {
 				return rej, err

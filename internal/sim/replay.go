@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
@@ -19,7 +20,10 @@ type eventKind uint8
 const (
 	evFinish eventKind = iota // finishes first at equal times: capacity before demand
 	evArrive
-	evWake // the engine asked to look again (Plan.Retry)
+	// evWake runs a cycle when a job reaches its max runtime, so that the
+	// engine can stop it then and not at the next arrival.
+	evWake
+	evRetry // the engine asked to look again (Plan.Retry)
 )
 
 type event struct {
@@ -71,6 +75,10 @@ type jobRun struct {
 	restarts int
 	waited   bool // its first wait has been recorded
 	running  int  // index in replay.running, -1 when not running
+	// wait is the first wait in seconds, once recorded; terminated says
+	// the engine stopped the job for good (max runtime).
+	wait       float64
+	terminated bool
 }
 
 type replay struct {
@@ -96,9 +104,17 @@ type replay struct {
 	loc        *locality
 	rej        []Rejection
 	running    []int // job indexes holding a started gang, in start order
+	recycles   int   // nested cycles run at one instant after re-partitions
 	fair       *fairness
-	wakeAt     time.Time // the pending wake event, if any
+	// hist is the completed runtimes the engine estimates from, kept here
+	// as a real driver keeps it.
+	hist   backfill.History
+	wakeAt time.Time // the pending Plan.Retry event, if any
 }
+
+// maxRecycles bounds the cycles run at one instant because re-partitions
+// were applied; each one re-partitions an idle GPU, so a handful suffice.
+const maxRecycles = 8
 
 func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []queue.Spec, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
@@ -119,7 +135,7 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 	for r.events.Len() > 0 {
 		now := r.events[0].at
 		r.advance(now)
-		changed := false
+		changed, wake := false, false
 		for r.events.Len() > 0 && r.events[0].at.Equal(now) {
 			e := heap.Pop(&r.events).(event)
 			switch e.kind {
@@ -133,14 +149,16 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 				}
 				r.finish(e.job, now)
 			case evWake:
+				wake = e.epoch == r.jobs[e.job].epoch && r.jobs[e.job].started
+			case evRetry:
 				if !r.wakeAt.Equal(now) {
-					continue // superseded by an earlier wake
+					continue // superseded by an earlier retry
 				}
 				r.wakeAt = time.Time{}
 			}
 			changed = true
 		}
-		if changed && len(r.pending) > 0 {
+		if changed && (len(r.pending) > 0 || wake || r.mayGrow()) {
 			if err := r.cycle(now); err != nil {
 				return r.rej, err
 			}
@@ -200,7 +218,7 @@ func (r *replay) sample(now time.Time) {
 }
 
 func (r *replay) cycle(now time.Time) error {
-	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs()}
+	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
 	for _, i := range r.pending {
 		jr := r.jobs[i]
 		pj := engine.PendingJob{Job: jr.job.Job}
@@ -237,10 +255,13 @@ func (r *replay) cycle(now time.Time) error {
 			r.res.Summary.Consolidated++
 		}
 	}
+	if err := repartition(r.state, plan, r.res); err != nil {
+		return err
+	}
 	r.fair.observe(plan.Queues, now)
 	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
 		r.wakeAt = plan.Retry
-		r.push(plan.Retry, evWake, 0)
+		r.push(plan.Retry, evRetry, 0)
 	}
 
 	for _, b := range plan.Binds {
@@ -252,6 +273,13 @@ func (r *replay) cycle(now time.Time) error {
 			jr.bound[p.Pod] = p
 			r.allocated += p.Alloc.GPUMilli()
 			r.res.Summary.PodsPlaced++
+			if jr.started {
+				// An elastic job growing while it runs.
+				r.useful += p.Alloc.GPUMilli()
+			}
+		}
+		if jr.started {
+			continue
 		}
 		if len(jr.bound) >= jr.job.GangMin() {
 			r.startJob(jr, now)
@@ -279,6 +307,12 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	r.pending = kept
+	if len(plan.Repartitions) > 0 && len(r.pending) > 0 && r.recycles < maxRecycles {
+		// The jobs that waited for the new layouts can bind now.
+		r.recycles++
+		defer func() { r.recycles-- }()
+		return r.cycle(now)
+	}
 	return nil
 }
 
@@ -289,10 +323,14 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	}
 	jr.running = len(r.running)
 	r.running = append(r.running, r.byID[jr.job.ID])
+	if jr.job.MaxRuntime > 0 {
+		r.push(now.Add(jr.job.MaxRuntime), evWake, r.byID[jr.job.ID])
+	}
 	if !jr.waited {
 		jr.waited = true
 		r.res.Summary.JobsStarted++
-		r.res.Series.Waits = append(r.res.Series.Waits, now.Sub(jr.job.Submit).Seconds())
+		jr.wait = now.Sub(jr.job.Submit).Seconds()
+		r.res.Series.Waits = append(r.res.Series.Waits, jr.wait)
 		jr.slow = r.loc.record(jr, r.cfg.Comm)
 	} else {
 		jr.slow = r.loc.slowdown(jr, r.cfg.Comm)
@@ -368,6 +406,25 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		delete(jr.bound, ref)
 	}
 	r.res.Summary.Evictions++
+	if ev.Terminal {
+		// Stopped for good (max runtime): what it ran is spent, nothing
+		// runs again.
+		for _, ref := range sortedRefs(jr.bound) {
+			b := jr.bound[ref]
+			r.state.Release(b.NodeIndex, b.Alloc)
+			r.allocated -= b.Alloc.GPUMilli()
+			if jr.started {
+				r.useful -= b.Alloc.GPUMilli()
+			}
+			delete(jr.bound, ref)
+		}
+		r.stopRunning(jr)
+		jr.epoch++
+		jr.terminated, jr.finished, jr.end = true, true, now
+		jr.started = true // it does not wait any more
+		r.res.Summary.JobsTerminated++
+		return nil
+	}
 	if !jr.started || len(jr.bound) >= jr.job.GangMin() {
 		return nil
 	}
@@ -451,6 +508,19 @@ func (r *replay) finish(i int, now time.Time) {
 	}
 	jr.finished, jr.end = true, now
 	r.res.Summary.JobsCompleted++
+	r.hist.Observe(jr.job.Job, jr.job.Runtime)
+}
+
+// mayGrow reports whether a running elastic job has pods still to place:
+// then a cycle is worth running even with nobody waiting.
+func (r *replay) mayGrow() bool {
+	for _, i := range r.running {
+		jr := r.jobs[i]
+		if jr.job.GangMin() < jr.job.Pods() && len(jr.bound) < jr.job.Pods() {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *replay) summarise() {
@@ -458,7 +528,7 @@ func (r *replay) summarise() {
 	s.JobsSubmitted = len(r.jobs)
 	var jcts []float64
 	for _, jr := range r.jobs {
-		if jr.finished {
+		if jr.finished && !jr.terminated {
 			jcts = append(jcts, jr.end.Sub(jr.job.Submit).Seconds())
 		}
 		if !jr.started && !jr.rejected {
@@ -485,6 +555,40 @@ func (r *replay) summarise() {
 		s.CycleMeanUS = r.engineSec * 1e6 / float64(s.Cycles)
 	}
 	r.loc.summarise(s)
+	r.largeJobWaits(s)
+}
+
+// largeJobWaits measures the waits of the largest jobs: those at or above
+// the 95th percentile of GPU size among the jobs submitted (the same set
+// for every policy on one input). A large job that never started counts
+// with the time it waited until the end of the run, so starvation shows.
+func (r *replay) largeJobWaits(s *metrics.Summary) {
+	var sizes []float64
+	for _, jr := range r.jobs {
+		sizes = append(sizes, jr.job.GPUs())
+	}
+	if len(sizes) == 0 {
+		return
+	}
+	_, p95, _, _ := quantiles(sizes)
+	if p95 <= 0 {
+		return
+	}
+	var waits []float64
+	for _, jr := range r.jobs {
+		if jr.job.GPUs() < p95 || jr.rejected {
+			continue
+		}
+		switch {
+		case jr.waited:
+			waits = append(waits, jr.wait)
+		default:
+			waits = append(waits, r.lastT.Sub(jr.job.Submit).Seconds())
+		}
+	}
+	s.LargeJobMinGPUs = p95
+	s.LargeJobs = len(waits)
+	_, s.LargeWaitP95S, s.LargeWaitMaxS, s.LargeWaitMeanS = quantiles(waits)
 }
 
 // quantiles returns p50, p95, max and mean of xs (sorted in place).

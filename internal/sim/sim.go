@@ -71,6 +71,8 @@ type Config struct {
 	// Comm is the communication-slowdown model for replay; zero value uses
 	// DefaultComm.
 	Comm *CommModel
+	// Backfill tunes reservations and runtime limits.
+	Backfill engine.BackfillConfig
 }
 
 // Rejection is a job the run refused before or while scheduling it.
@@ -100,7 +102,7 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	res.Summary.Nodes = state.NumNodes()
 	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
 	res.Summary.CapacityMilli = state.CapacityMilli()
-	eng := engine.New(engine.Config{Policy: cfg.Policy})
+	eng := engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill})
 	start := time.Now()
 	var rej []Rejection
 	switch cfg.Protocol {
@@ -113,6 +115,19 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	}
 	res.Summary.WallSeconds = time.Since(start).Seconds()
 	return res, rej, err
+}
+
+// repartition carries out a plan's MIG re-partitions at once: the
+// simulator's MIG manager is instantaneous, so the GPUs have their new
+// layouts before the next cycle.
+func repartition(s *cluster.State, plan engine.Plan, res *metrics.Result) error {
+	for _, rp := range plan.Repartitions {
+		if err := s.SetMIGLayout(rp.NodeIndex, rp.DeviceIndex, rp.Layout, false); err != nil {
+			return fmt.Errorf("plan's re-partition of %s/%s does not apply: %w", rp.Node, rp.Device, err)
+		}
+		res.Summary.MIGRepartitions++
+	}
+	return nil
 }
 
 // apply carries out one bind decision on the driver's state.

@@ -28,7 +28,7 @@ func (c *ClusterSpec) GPUs() int {
 }
 
 // Presets lists the built-in cluster names, for --help.
-func Presets() []string { return []string{"openb", "dgx-h100", "lingjun"} }
+func Presets() []string { return []string{"openb", "dgx-h100", "lingjun", "mig"} }
 
 // LoadCluster reads a cluster by name: a preset ("openb", "lingjun",
 // "dgx-h100" or "dgx-h100:blocks=4,racks=8,nodes=16") or the path of a YAML
@@ -48,6 +48,8 @@ func LoadCluster(spec string) (*ClusterSpec, error) {
 		return lingjunCluster()
 	case "dgx-h100":
 		return dgxCluster(spec, params)
+	case "mig":
+		return migCluster(spec, params)
 	}
 	f, err := os.Open(spec)
 	if err != nil {

@@ -67,8 +67,8 @@ func parseGen(spec string, opt Options) (genParams, error) {
 		p.load = opt.Load
 	}
 	name, query, _ := strings.Cut(strings.TrimPrefix(spec, "gen:"), "?")
-	if name != "llm" {
-		return p, fmt.Errorf("unknown generator %q (known: gen:llm)", spec)
+	if name != "llm" && name != "mig" {
+		return p, fmt.Errorf("unknown generator %q (known: gen:llm, gen:mig)", spec)
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
@@ -130,6 +130,9 @@ func generate(spec string, opt Options) (*Trace, error) {
 	}
 	if opt.Cluster == nil {
 		return nil, fmt.Errorf("%s: the generator sizes jobs to a cluster: give one", spec)
+	}
+	if strings.HasPrefix(spec, "gen:mig") {
+		return genMIG(p, opt.Cluster)
 	}
 	runtimes, err := philly()
 	if err != nil {

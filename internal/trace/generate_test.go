@@ -162,7 +162,7 @@ func TestGenErrors(t *testing.T) {
 		want string
 	}{
 		"no cluster":        {"gen:llm", Options{}, "gen:llm: the generator sizes jobs to a cluster: give one"},
-		"unknown generator": {"gen:hpc", Options{Cluster: c}, `unknown generator "gen:hpc" (known: gen:llm)`},
+		"unknown generator": {"gen:hpc", Options{Cluster: c}, `unknown generator "gen:hpc" (known: gen:llm, gen:mig)`},
 		"unknown parameter": {"gen:llm?size=3", Options{Cluster: c}, `gen:llm?size=3: unknown parameter "size" (known: jobs, load, seed, late, ckpt, restart)`},
 		"bad number":        {"gen:llm?jobs=many", Options{Cluster: c}, `gen:llm?jobs=many: jobs="many" is not a number`},
 		"zero load":         {"gen:llm?load=0", Options{Cluster: c}, `gen:llm?load=0: load=0: want a share of GPU capacity above 0 (0.9 = 90%)`},

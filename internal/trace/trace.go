@@ -56,7 +56,7 @@ var openbTraces = map[string]string{
 func TraceNames() []string {
 	return []string{
 		"openb:default", "openb:gpushare40", "openb:multigpu20", "openb:gpuspec10", "openb:cpu050",
-		"gen:llm",
+		"gen:llm", "gen:mig",
 	}
 }
 

@@ -42,13 +42,36 @@ type Request struct {
 	DRA bool
 	// NodeLabels must all be on the node (a pod's nodeSelector).
 	NodeLabels map[string]string
+	// Devices, when set, names the only devices that may serve the GPUs.
+	Devices *DeviceFilter
+}
+
+// DeviceFilter limits the devices that may serve a request to sets the
+// driver computed: the Kubernetes adapter evaluates DRA CEL selectors and
+// matchAttribute constraints, which the engine cannot, and hands over the
+// result as plain data. The engine still chooses the node and, inside the
+// eligible sets, the devices.
+type DeviceFilter struct {
+	// Key identifies the filter within one snapshot: filters with equal
+	// keys have equal Groups and All.
+	Key string
+	// Groups maps a node name to the device sets a pod may draw from: all
+	// of one pod's GPUs come from one set (a matchAttribute constraint makes
+	// one set per attribute value). Device ids are the node's Device.ID.
+	// A node missing from the map has no eligible device.
+	Groups map[string][][]string
+	// All takes every device of the chosen set, which must all be free
+	// (DRA allocationMode All); Request.GPUs is then the smallest set's size.
+	All bool
 }
 
 // Equal reports whether two requests ask for exactly the same thing.
 func (r Request) Equal(o Request) bool {
 	return r.CPUMilli == o.CPUMilli && r.MemMiB == o.MemMiB && r.GPUs == o.GPUs &&
-		r.GPUMilli == o.GPUMilli && r.Scope == o.Scope && r.DRA == o.DRA &&
-		slices.Equal(r.Models, o.Models) && maps.Equal(r.NodeLabels, o.NodeLabels)
+		r.GPUMilli == o.GPUMilli && r.GPUMemMiB == o.GPUMemMiB && r.MIGProfile == o.MIGProfile &&
+		r.Scope == o.Scope && r.DRA == o.DRA &&
+		slices.Equal(r.Models, o.Models) && maps.Equal(r.NodeLabels, o.NodeLabels) &&
+		(r.Devices == nil) == (o.Devices == nil) && (r.Devices == nil || r.Devices.Key == o.Devices.Key && r.Devices.All == o.Devices.All)
 }
 
 // NodeMatches reports whether a node with these labels may host the pod.
@@ -79,12 +102,57 @@ func (s DeviceScope) String() string {
 // Fractional reports whether the request is a share of one GPU.
 func (r Request) Fractional() bool { return r.GPUMilli > 0 && r.GPUMilli < MilliPerGPU }
 
-// GPUMilliTotal is the GPU-milli the pod occupies.
+// ByMemory reports whether the request is a share of one GPU by memory.
+func (r Request) ByMemory() bool { return r.GPUMemMiB > 0 }
+
+// MIG reports whether the request is one MIG GPU instance.
+func (r Request) MIG() bool { return r.MIGProfile != "" }
+
+// NeedsGPU reports whether the pod needs any GPU at all.
+func (r Request) NeedsGPU() bool {
+	return r.GPUs > 0 || r.GPUMilli > 0 || r.GPUMemMiB > 0 || r.MIGProfile != ""
+}
+
+// MIGCompute is the number of compute slices (of 7) a MIG profile name
+// states: the "3" of "3g.20gb"; 0 when the name does not start that way.
+func MIGCompute(profile string) int {
+	i := strings.IndexByte(profile, 'g')
+	if i <= 0 || i > 1 {
+		return 0
+	}
+	c := int(profile[0] - '0')
+	if c < 1 || c > 7 {
+		return 0
+	}
+	return c
+}
+
+// MIGMilli is the GPU-milli of an instance with c of the 7 compute slices
+// (1g = 142, 7g = 1000): MIG capacity is counted by compute share.
+func MIGMilli(c int) int32 { return int32(c * MilliPerGPU / 7) }
+
+// GPUMilliTotal is the GPU-milli the pod occupies. A share by memory counts
+// as up to one GPU until it is placed: its milli depends on the memory of the
+// GPU it lands on, and the bind's allocation holds the exact figure.
 func (r Request) GPUMilliTotal() int64 {
-	if r.Fractional() {
+	switch {
+	case r.MIG():
+		return int64(MIGMilli(MIGCompute(r.MIGProfile)))
+	case r.Fractional():
 		return int64(r.GPUMilli)
 	}
 	return int64(r.GPUs) * MilliPerGPU
+}
+
+// MilliForMemory is the GPU-milli a share of memMiB takes on a GPU of devMiB:
+// rounded up, so that shares whose milli fit on one GPU never ask more
+// memory than it has. ok is false when the GPU's memory is unknown or too
+// small.
+func MilliForMemory(memMiB, devMiB int64) (milli int32, ok bool) {
+	if devMiB <= 0 || memMiB > devMiB {
+		return 0, false
+	}
+	return int32((memMiB*MilliPerGPU + devMiB - 1) / devMiB), true
 }
 
 // PerGPUMilli is the milli taken from each GPU the pod uses.
@@ -131,6 +199,18 @@ func (r Request) Validate() error {
 		return fmt.Errorf("GPU fraction %dm is above one GPU (1000m)", r.GPUMilli)
 	case r.Fractional() && r.GPUs != 1:
 		return fmt.Errorf("a GPU fraction (%dm) applies to exactly one GPU, not %d", r.GPUMilli, r.GPUs)
+	case r.GPUMemMiB < 0:
+		return fmt.Errorf("negative GPU memory request %dMiB", r.GPUMemMiB)
+	case r.ByMemory() && r.GPUMilli > 0:
+		return fmt.Errorf("a GPU share is asked both by milli (%dm) and by memory (%d MiB); ask one", r.GPUMilli, r.GPUMemMiB)
+	case r.ByMemory() && r.GPUs != 1:
+		return fmt.Errorf("a GPU memory share (%d MiB) applies to exactly one GPU, not %d", r.GPUMemMiB, r.GPUs)
+	case r.MIG() && (r.GPUMilli > 0 || r.ByMemory()):
+		return fmt.Errorf("MIG profile %s cannot be combined with a GPU fraction", r.MIGProfile)
+	case r.MIG() && r.GPUs != 1:
+		return fmt.Errorf("a MIG request is one instance of %s on one GPU, not %d GPUs", r.MIGProfile, r.GPUs)
+	case r.MIG() && MIGCompute(r.MIGProfile) == 0:
+		return fmt.Errorf("unknown MIG profile %q: profiles are named like 1g.10gb or 3g.40gb", r.MIGProfile)
 	case r.Scope > ScopePCIe:
 		return fmt.Errorf("unknown device scope %d", r.Scope)
 	}
@@ -141,6 +221,10 @@ func (r Request) Validate() error {
 func (r Request) String() string {
 	var b strings.Builder
 	switch {
+	case r.MIG():
+		fmt.Fprintf(&b, "MIG %s", r.MIGProfile)
+	case r.ByMemory():
+		fmt.Fprintf(&b, "%d MiB of one GPU", r.GPUMemMiB)
 	case r.Fractional():
 		fmt.Fprintf(&b, "%dm GPU", r.GPUMilli)
 	case r.GPUs > 0:
@@ -156,6 +240,14 @@ func (r Request) String() string {
 	}
 	if r.DRA {
 		b.WriteString(" via DRA")
+	}
+	if r.Devices != nil {
+		if r.Devices.All {
+			b.WriteString(", all of one set of")
+		} else {
+			b.WriteString(", from")
+		}
+		b.WriteString(" the devices its selectors match")
 	}
 	if len(r.NodeLabels) > 0 {
 		keys := make([]string, 0, len(r.NodeLabels))
@@ -209,6 +301,10 @@ type Job struct {
 	// MinRuntime protects a freshly started job from preemption.
 	MinRuntime  time.Duration
 	Preemptible bool
+	// Class names the kind of work (e.g. "prefill") for capacity held in
+	// pools: a pool serves its class first (see backfill.Pool). Empty is no
+	// class.
+	Class string
 
 	// Source says where the job came from (e.g. "trace.csv:17"), for messages.
 	Source string

@@ -36,6 +36,11 @@ type NodeSpec struct {
 	Pods int
 	// Taints are set on the node as given.
 	Taints []corev1.Taint
+	// Extra resources are advertised besides the above (e.g. MIG instances
+	// as nvidia.com/mig-1g.10gb).
+	Extra corev1.ResourceList
+	// Annotations are added to the kwok ones.
+	Annotations map[string]string
 }
 
 // AddGPUNode creates a Node that kwok manages (annotation
@@ -68,6 +73,7 @@ func (c *Cluster) AddGPUNode(ctx context.Context, spec NodeSpec) (*corev1.Node, 
 	if spec.GPUs > 0 {
 		list[GPUResource] = *resource.NewQuantity(int64(spec.GPUs), resource.DecimalSI)
 	}
+	maps.Copy(list, spec.Extra)
 
 	labels := map[string]string{
 		corev1.LabelHostname:   spec.Name,
@@ -76,15 +82,17 @@ func (c *Cluster) AddGPUNode(ctx context.Context, spec NodeSpec) (*corev1.Node, 
 		"type":                 "kwok",
 	}
 	maps.Copy(labels, spec.Labels)
+	annotations := map[string]string{
+		KwokNodeAnnotation:             KwokNodeAnnotationValue,
+		"node.alpha.kubernetes.io/ttl": "0",
+	}
+	maps.Copy(annotations, spec.Annotations)
 
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   spec.Name,
-			Labels: labels,
-			Annotations: map[string]string{
-				KwokNodeAnnotation:             KwokNodeAnnotationValue,
-				"node.alpha.kubernetes.io/ttl": "0",
-			},
+			Name:        spec.Name,
+			Labels:      labels,
+			Annotations: annotations,
 		},
 		Spec: corev1.NodeSpec{Taints: spec.Taints},
 		Status: corev1.NodeStatus{

@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// deviceProblem says why a MIG or memory-share request could never be served
+// by this cluster, or returns "". unknownModel is set when the request names
+// models the cluster lacks (reported separately).
+func deviceProblem(s *cluster.State, pr *placement.PodReq, unknownModel bool) string {
+	r := pr.Request
+	switch {
+	case r.MIG():
+		if pr.Mask != 0 {
+			return ""
+		}
+		mask := s.MIGMask()
+		if mask == 0 {
+			return fmt.Sprintf("asks for MIG profile %s, but no GPU in the cluster runs MIG", r.MIGProfile)
+		}
+		where := "no MIG GPU in the cluster"
+		if len(r.Models) > 0 {
+			accepted, _ := s.Mask(migNames(r.Models))
+			if accepted&mask != 0 {
+				mask &= accepted
+			}
+			where = fmt.Sprintf("no MIG GPU of model %s", strings.Join(r.Models, "|"))
+		}
+		return fmt.Sprintf("%s offers MIG profile %s (profiles offered: %s)", where, r.MIGProfile,
+			strings.Join(s.MIGProfiles(mask), ", "))
+	case r.ByMemory():
+		if pr.Mask == 0 || unknownModel || pr.MemMilli > 0 {
+			return ""
+		}
+		largest := placement.LargestGPUMemory(s, pr.Mask)
+		if largest == 0 {
+			return fmt.Sprintf("asks %d MiB of one GPU, but no accepted GPU states its memory", r.GPUMemMiB)
+		}
+		return fmt.Sprintf("asks %d MiB of one GPU; the largest accepted GPU has %d MiB, and a share never spans GPUs",
+			r.GPUMemMiB, largest)
+	}
+	return ""
+}
+
+// migNames are the cluster model names of the MIG GPUs of the given models.
+func migNames(models []string) []string {
+	out := make([]string, len(models))
+	for i, m := range models {
+		out[i] = m + cluster.MIGModelSuffix
+	}
+	return out
+}
+
+// planMIG tries to serve a MIG gang that no free instance serves by
+// re-partitioning idle MIG GPUs. When it does, the planned re-partitions go
+// into the plan, the gang's instances stay reserved in the running view,
+// and the job waits with a reason naming the GPUs; if every instance
+// already existed (nothing to wait for) the gang is bound.
+func planMIG(placer *placement.Placer, job workload.JobID, gang placement.Gang, mix placement.Mix, plan *Plan) bool {
+	res, planned, waits, ok := placer.PlanMIG(gang, mix)
+	if !ok {
+		return false
+	}
+	placer.Commit()
+	s := placer.State()
+	if !waits {
+		plan.Binds = append(plan.Binds, bindOf(s, job, res))
+		plan.Stats.JobsPlaced++
+		plan.Stats.PodsPlaced += len(res.Assignments)
+		return true
+	}
+	for _, rp := range planned {
+		node := s.Node(rp.Node)
+		plan.Repartitions = append(plan.Repartitions, Repartition{
+			Node: node.Name, NodeIndex: rp.Node, Device: node.Devices[rp.Device].ID, DeviceIndex: rp.Device,
+			Layout: rp.Layout, Old: rp.Old,
+			Reason: fmt.Sprintf("no free MIG instance serves job %s", job),
+		})
+	}
+	// Name every GPU the gang waits for, planned now or earlier.
+	var gpus []string
+	seen := map[string]bool{}
+	for _, a := range res.Assignments {
+		for _, d := range a.Alloc.Devices {
+			if !s.MIGPending(a.Node, d.Device) {
+				continue
+			}
+			node := s.Node(a.Node)
+			g := node.Name + "/" + node.Devices[d.Device].ID
+			if !seen[g] {
+				seen[g] = true
+				gpus = append(gpus, g)
+			}
+		}
+	}
+	plan.Pending = append(plan.Pending, Pending{Job: job, Reason: Reason{
+		Verdict: placement.WaitFree, Level: cluster.LevelHost, Pods: len(gang.Pods),
+		Message: "waiting for MIG re-partition of " + strings.Join(gpus, ", "),
+	}})
+	return true
+}

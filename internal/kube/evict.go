@@ -1,0 +1,269 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// victimWait bounds how long a preemptor is held back for its victims to
+// terminate. A victim stuck terminating (its node is gone) must not block
+// the preemptor forever: past this, the engine decides afresh.
+const victimWait = 5 * time.Minute
+
+// evictionBackoff is how long corral waits before it tries again to evict a
+// pod whose eviction a PodDisruptionBudget refused: the engine asks for it
+// every cycle, and each try writes a condition and an event.
+const evictionBackoff = 30 * time.Second
+
+// preemptions remembers, across cycles, which jobs wait for pods evicted
+// for them. The engine frees the victims' capacity in the plan that evicts
+// them, but a kubelet counts a pod until it has terminated: binding the
+// preemptor at once would have it rejected by the node, and seeing the
+// victims still running, the next cycle's engine would evict more. So the
+// preemptor sits out of the snapshot until its victims are gone. Used by
+// the cycle goroutine only; lost on restart (a new leader may then evict
+// again for the same job).
+type preemptions struct {
+	waits map[workload.JobID]victimSet
+}
+
+type victimSet struct {
+	uids  map[types.UID]string // pod UID -> namespace/name, for messages
+	since time.Time
+}
+
+// record notes that job waits for these pods.
+func (pr *preemptions) record(job workload.JobID, pods []*corev1.Pod, now time.Time) {
+	if pr.waits == nil {
+		pr.waits = map[workload.JobID]victimSet{}
+	}
+	vs, ok := pr.waits[job]
+	if !ok {
+		vs = victimSet{uids: map[types.UID]string{}, since: now}
+	}
+	for _, p := range pods {
+		vs.uids[p.UID] = p.Namespace + "/" + p.Name
+	}
+	pr.waits[job] = vs
+}
+
+// waiting returns, per job still held, the victims that exist yet (sorted
+// names), and forgets jobs whose victims are gone or that waited too long.
+func (pr *preemptions) waiting(live map[types.UID]bool, now time.Time) map[workload.JobID][]string {
+	out := map[workload.JobID][]string{}
+	for job, vs := range pr.waits {
+		var left []string
+		for uid, name := range vs.uids {
+			if live[uid] {
+				left = append(left, name)
+			}
+		}
+		if len(left) == 0 || now.Sub(vs.since) > victimWait {
+			delete(pr.waits, job)
+			continue
+		}
+		sort.Strings(left)
+		out[job] = left
+	}
+	return out
+}
+
+// victims names the pods a job waits for, sorted; for a job that preempted
+// nothing, the nodes' other victims are what it waits for.
+func (pr *preemptions) victims(job workload.JobID) []string {
+	vs, ok := pr.waits[job]
+	if !ok {
+		return []string{"pods evicted from its nodes this cycle"}
+	}
+	var out []string
+	for _, name := range vs.uids {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// evictionMessage is the one line users read on the victim's condition and
+// events: the cause, the preemptor and the work lost.
+func evictionMessage(ev engine.Eviction) string {
+	var b strings.Builder
+	switch ev.Cause {
+	case engine.CausePreempt:
+		b.WriteString("preempted")
+	case engine.CauseReclaim:
+		b.WriteString("reclaimed")
+	case engine.CauseConsolidate:
+		b.WriteString("moved to consolidate free GPUs")
+	case engine.CauseShrink:
+		b.WriteString("shrunk to its minimum")
+	default:
+		b.WriteString("evicted (" + string(ev.Cause) + ")")
+	}
+	if ev.By != "" {
+		fmt.Fprintf(&b, " for job %s", ev.By)
+	}
+	if ev.Message != "" {
+		b.WriteString(": " + ev.Message)
+	}
+	fmt.Fprintf(&b, "; %.2f GPU-hours of work lost", ev.LostGPUSeconds/3600)
+	return b.String()
+}
+
+// evict carries out one eviction of the plan, a gang at a time: every pod
+// first gets a DisruptionTarget condition (reason PreemptionByScheduler)
+// naming the preemptor and the cause, then goes through the Eviction API,
+// which honours PodDisruptionBudgets. It returns the pods evicted. A pod
+// whose eviction fails does not stop the others: the engine decided the
+// gang goes, and a gang left below its minimum is rolled back later.
+func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *reporter) ([]*corev1.Pod, error) {
+	kj := w.byID[ev.Job]
+	if kj == nil {
+		return nil, fmt.Errorf("plan evicts unknown job %s", ev.Job)
+	}
+	refs := ev.Pods
+	if len(refs) == 0 {
+		for _, ref := range kj.refs {
+			if _, ok := kj.bound[ref]; ok {
+				refs = append(refs, ref)
+			}
+		}
+	}
+	msg := evictionMessage(ev)
+	for uid, at := range b.blocked {
+		if b.now().Sub(at) > 10*evictionBackoff {
+			delete(b.blocked, uid) // the pod is long gone or long unblocked
+		}
+	}
+	var evicted []*corev1.Pod
+	var errs []string
+	for _, ref := range refs {
+		p := kj.pods[ref]
+		if p == nil {
+			errs = append(errs, fmt.Sprintf("plan names unknown pod %s", ref))
+			continue
+		}
+		if p.Spec.NodeName == "" {
+			continue // assumed only: its binding has not landed yet
+		}
+		if at, ok := b.blocked[p.UID]; ok && b.now().Sub(at) < evictionBackoff {
+			errs = append(errs, fmt.Sprintf("%s/%s: a PodDisruptionBudget refused its eviction %s ago; trying again after %s",
+				p.Namespace, p.Name, b.now().Sub(at).Round(time.Second), evictionBackoff))
+			continue
+		}
+		if err := b.evictPod(ctx, p, "corral: "+msg); err != nil {
+			if apierrors.IsTooManyRequests(err) {
+				if b.blocked == nil {
+					b.blocked = map[types.UID]time.Time{}
+				}
+				b.blocked[p.UID] = b.now()
+			}
+			errs = append(errs, err.Error())
+			r.event(p, corev1.EventTypeWarning, "EvictionFailed", "Evict", "%s; the eviction failed: %v", msg, err)
+			continue
+		}
+		delete(b.blocked, p.UID)
+		evicted = append(evicted, p)
+		r.event(p, corev1.EventTypeWarning, string(ev.Cause), "Evict", "%s", msg)
+	}
+	if len(evicted) > 0 {
+		if obj := b.jobObject(kj); obj != nil {
+			r.event(obj, corev1.EventTypeWarning, string(ev.Cause), "Evict", "%d pods %s", len(evicted), msg)
+		}
+		if pk := w.byID[ev.By]; pk != nil {
+			if p := firstWaiting(pk); p != nil {
+				r.event(p, corev1.EventTypeNormal, "Preempting", "Evict", "evicted %d pods of job %s (%s) to make room; %.2f GPU-hours of its work lost",
+					len(evicted), ev.Job, ev.Cause, ev.LostGPUSeconds/3600)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return evicted, fmt.Errorf("job %s: %s", ev.Job, strings.Join(errs, "; "))
+	}
+	return evicted, nil
+}
+
+// evictPod evicts one pod through the Eviction API, after writing a
+// DisruptionTarget condition with the message when there is one. A pod
+// already gone is not an error.
+func (b *binder) evictPod(ctx context.Context, p *corev1.Pod, conditionMessage string) error {
+	if conditionMessage != "" {
+		if err := b.disruptionTarget(ctx, p, conditionMessage); err != nil {
+			return fmt.Errorf("%s/%s: DisruptionTarget condition: %w", p.Namespace, p.Name, err)
+		}
+	}
+	e := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	if err := b.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, e); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// disruptionTarget writes the DisruptionTarget condition on a pod about to
+// be evicted, as kube-scheduler does before it preempts, so that the pod's
+// controller (a Job's podFailurePolicy) can tell a preemption from a crash.
+// The Eviction API then sets the condition's reason to EvictionByEvictionAPI
+// when it marks the pod for deletion; the events keep corral's account.
+func (b *binder) disruptionTarget(ctx context.Context, p *corev1.Pod, msg string) error {
+	patch, err := json.Marshal(map[string]any{
+		"status": map[string]any{
+			"conditions": []corev1.PodCondition{{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: corev1.PodReasonPreemptionByScheduler, Message: msg,
+				LastTransitionTime: metav1.NewTime(b.now()),
+			}},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = b.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// jobObject is the object a job's events go to besides its pods: its
+// batch/v1 Job or PodGroup, nil for other kinds.
+func (b *binder) jobObject(kj *kjob) runtime.Object {
+	kind, rest, _ := strings.Cut(kj.key, "/")
+	switch kind {
+	case "job":
+		if o, ok, err := b.cache.jobs.GetStore().GetByKey(rest); err == nil && ok {
+			return o.(*batchv1.Job)
+		}
+	case "podgroup":
+		if b.cache.podGroups == nil {
+			return nil
+		}
+		if o, ok, err := b.cache.podGroups.GetStore().GetByKey(rest); err == nil && ok {
+			return o.(*unstructured.Unstructured)
+		}
+	}
+	return nil
+}
+
+func firstWaiting(kj *kjob) *corev1.Pod {
+	for _, ref := range kj.refs {
+		if _, ok := kj.bound[ref]; !ok {
+			return kj.pods[ref]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,352 @@
+package kube
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/queue"
+)
+
+// anyGPU is the queue resource a Queue's GPU resource (nvidia.com/gpu)
+// maps to while the cluster has no GPU yet: nothing is charged to it. With
+// one GPU model it maps to gpu/<model>; with several, it is ambiguous.
+const anyGPU queue.Resource = "gpu"
+
+// maxQueueAmount bounds a quantity in a Queue (in its user unit), so that
+// the engine's milli and MiB units cannot overflow int64.
+var maxQueueAmount = resource.MustParse("1e12")
+
+// queueSet is what the adapter reads from the Queue objects in one cycle.
+type queueSet struct {
+	// specs go into Snapshot.Queues: every queue that could be converted
+	// and is not below one that could not.
+	specs []queue.Spec
+	// tree is queue.Build over specs, for admission and problems.
+	tree *queue.Tree
+	// problems maps a queue to why it is left out (conversion first, then
+	// the tree's rules), one line per problem.
+	problems map[string][]string
+	// defaults maps a namespace to the queues naming it in
+	// defaultForNamespaces, sorted.
+	defaults map[string][]string
+	// names lists every Queue object, sorted.
+	names []string
+}
+
+// enabled reports whether queues are in force: once an admin has created a
+// Queue, every pod must get into one.
+func (qs *queueSet) enabled() bool { return qs != nil && len(qs.names) > 0 }
+
+// newQueueSet converts Queue objects into the engine's specs, builds the
+// tree and collects every problem by queue. It never fails: a value it
+// cannot convert leaves that queue (and the queues below it) out, with the
+// reason, and the rest of the tree works.
+//
+// unreadable maps a Queue the informer holds but which does not decode (a
+// malformed quantity) to the decoding error; objs holds its name and parent.
+//
+// models lists the cluster's GPU models: the scheduler's GPU resource
+// (nvidia.com/gpu) in a Queue means GPUs of the cluster's one model.
+func newQueueSet(objs []*v1alpha1.Queue, unreadable map[string]string, gpuResource string, models []string) *queueSet {
+	qs := &queueSet{problems: map[string][]string{}, defaults: map[string][]string{}}
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Name < objs[j].Name })
+	parent := map[string]string{}
+	var all []queue.Spec
+	for _, o := range objs {
+		qs.names = append(qs.names, o.Name)
+		s, probs := queueSpec(o, gpuResource, models)
+		parent[o.Name] = s.Parent
+		if why, bad := unreadable[o.Name]; bad {
+			probs = append([]string{why}, probs...)
+		}
+		if len(probs) > 0 {
+			qs.problems[o.Name] = probs
+			continue
+		}
+		all = append(all, s)
+		for _, ns := range o.Spec.DefaultForNamespaces {
+			qs.defaults[ns] = append(qs.defaults[ns], o.Name)
+		}
+	}
+	// A queue below one that could not be converted is left out too, as
+	// queue.Build does below an invalid queue: its place in the tree is
+	// unknown.
+	for _, s := range all {
+		if bad := badAncestor(s.Name, parent, qs.problems); bad != "" {
+			qs.problems[s.Name] = append(qs.problems[s.Name], fmt.Sprintf("left out with its ancestor %q, which is invalid", bad))
+			continue
+		}
+		qs.specs = append(qs.specs, s)
+	}
+	tree, probs := queue.Build(qs.specs)
+	qs.tree = tree
+	for _, p := range probs {
+		qs.problems[p.Queue] = append(qs.problems[p.Queue], p.Reason)
+	}
+	return qs
+}
+
+// badAncestor returns the nearest ancestor of name that has a conversion
+// problem ("" if none). It stops at a cycle: queue.Build reports those.
+func badAncestor(name string, parent map[string]string, problems map[string][]string) string {
+	seen := map[string]bool{name: true}
+	for p := parent[name]; p != "" && p != queue.RootName && !seen[p]; p = parent[p] {
+		if _, bad := problems[p]; bad {
+			return p
+		}
+		seen[p] = true
+	}
+	return ""
+}
+
+// queueSpec converts one Queue. Values the API server's validation should
+// have refused (where it was bypassed: an older CRD, a file) are problems,
+// never panics.
+func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Spec, []string) {
+	var probs []string
+	s := queue.Spec{
+		Name:       o.Name,
+		Parent:     o.Spec.Parent,
+		Priority:   o.Spec.Priority,
+		Namespaces: append([]string(nil), o.Spec.Namespaces...),
+	}
+	if s.Parent == o.Name {
+		probs = append(probs, "a queue cannot be its own parent")
+	}
+	switch o.Spec.ReclaimPolicy {
+	case "", v1alpha1.ReclaimNever:
+	case v1alpha1.ReclaimPreempt:
+		s.Reclaim = true
+	default:
+		probs = append(probs, fmt.Sprintf("reclaimPolicy %q: want Never or Preempt", o.Spec.ReclaimPolicy))
+	}
+	if w := o.Spec.Weight; w != nil {
+		f, err := weightOf(*w)
+		if err != nil {
+			probs = append(probs, "weight: "+err.Error())
+		} else {
+			s.Weight = map[queue.Resource]float64{queue.AllResources: f}
+		}
+	}
+	if len(o.Spec.Namespaces) > 0 {
+		for _, ns := range o.Spec.DefaultForNamespaces {
+			if !hasString(o.Spec.Namespaces, ns) {
+				probs = append(probs, fmt.Sprintf("defaultForNamespaces lists %q, which namespaces does not admit", ns))
+			}
+		}
+	}
+	seen := map[queue.Resource]string{}
+	for _, qr := range o.Spec.Resources {
+		r, unit, err := queueResource(qr.Name, gpuResource, models)
+		if err != nil {
+			probs = append(probs, fmt.Sprintf("resource %q: %v", qr.Name, err))
+			continue
+		}
+		if prev, dup := seen[r]; dup {
+			probs = append(probs, fmt.Sprintf("resources %q and %q name the same resource", prev, qr.Name))
+			continue
+		}
+		seen[r] = qr.Name
+		for _, f := range []struct {
+			what string
+			q    *resource.Quantity
+			dst  *queue.Amounts
+		}{{"guaranteed", qr.Guaranteed, &s.Guarantee}, {"limit", qr.Limit, &s.Limit}} {
+			if f.q == nil {
+				continue
+			}
+			v, err := unit.amount(*f.q)
+			if err != nil {
+				probs = append(probs, fmt.Sprintf("resource %q %s %s: %v", qr.Name, f.what, f.q.String(), err))
+				continue
+			}
+			if *f.dst == nil {
+				*f.dst = queue.Amounts{}
+			}
+			(*f.dst)[r] = v
+		}
+		if qr.Weight != nil {
+			w, err := weightOf(*qr.Weight)
+			if err != nil {
+				probs = append(probs, fmt.Sprintf("resource %q weight: %v", qr.Name, err))
+				continue
+			}
+			if s.Weight == nil {
+				s.Weight = map[queue.Resource]float64{}
+			}
+			s.Weight[r] = w
+		}
+	}
+	return s, probs
+}
+
+func weightOf(q resource.Quantity) (float64, error) {
+	f := q.AsApproximateFloat64()
+	if f <= 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%s must be a positive number", q.String())
+	}
+	return f, nil
+}
+
+// unit is how a resource's quantities become the engine's integers.
+type unit uint8
+
+const (
+	unitMilli  unit = iota // cpu and GPUs: milli
+	unitMiB                // memory: MiB, rounded up as pod requests are
+	unitDevice             // extended resources, DRA device classes: whole devices
+)
+
+func (u unit) amount(q resource.Quantity) (int64, error) {
+	if q.Sign() < 0 {
+		return 0, fmt.Errorf("must not be negative")
+	}
+	if q.Cmp(maxQueueAmount) > 0 {
+		return 0, fmt.Errorf("above the largest supported amount %s", maxQueueAmount.String())
+	}
+	switch u {
+	case unitMilli:
+		return q.MilliValue(), nil
+	case unitMiB:
+		return (q.Value() + (1 << 20) - 1) >> 20, nil
+	default:
+		if q.MilliValue()%1000 != 0 {
+			return 0, fmt.Errorf("must be a whole number of devices")
+		}
+		return q.Value(), nil
+	}
+}
+
+// quantity renders an engine amount back in the user's unit.
+func (u unit) quantity(v int64) resource.Quantity {
+	switch u {
+	case unitMilli:
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	case unitMiB:
+		return *resource.NewQuantity(v<<20, resource.BinarySI)
+	default:
+		return *resource.NewQuantity(v, resource.DecimalSI)
+	}
+}
+
+// queueResource maps a Queue's resource name to the engine's name and unit.
+// The engine charges GPUs per model, so the scheduler's GPU resource is
+// the cluster's one model, and ambiguous when there are several.
+func queueResource(name, gpuResource string, models []string) (queue.Resource, unit, error) {
+	switch {
+	case name == "" || name == string(queue.AllResources):
+		return "", 0, fmt.Errorf("not a resource name")
+	case name == string(corev1.ResourceCPU):
+		return queue.CPU, unitMilli, nil
+	case name == string(corev1.ResourceMemory):
+		return queue.Memory, unitMiB, nil
+	case name == gpuResource:
+		switch len(models) {
+		case 0:
+			return anyGPU, unitMilli, nil
+		case 1:
+			return queue.GPU(models[0]), unitMilli, nil
+		}
+		return "", 0, fmt.Errorf("the cluster has GPUs of %d models (%s): give the quota per model, as gpu/<model>",
+			len(models), strings.Join(models, ", "))
+	case strings.HasPrefix(name, "gpu/"):
+		model := strings.TrimPrefix(name, "gpu/")
+		if model == "" || strings.Contains(model, "/") {
+			return "", 0, fmt.Errorf("want gpu/<model>, e.g. gpu/H100")
+		}
+		return queue.GPU(model), unitMilli, nil
+	case name == string(anyGPU):
+		return "", 0, fmt.Errorf("GPUs of any model are spelled %q", gpuResource)
+	}
+	return queue.Resource(name), unitDevice, nil
+}
+
+// resourceList renders engine amounts for a Queue's status, with the names
+// and units users write in spec.resources. Zero amounts are left out.
+func resourceList(a queue.Amounts, gpuResource string) corev1.ResourceList {
+	if len(a) == 0 {
+		return nil
+	}
+	out := corev1.ResourceList{}
+	for _, r := range a.Resources() {
+		v := a[r]
+		if v == 0 {
+			continue
+		}
+		name, u := string(r), unitDevice
+		switch {
+		case r == queue.CPU:
+			u = unitMilli
+		case r == queue.Memory:
+			u = unitMiB
+		case r == anyGPU:
+			name, u = gpuResource, unitMilli
+		case strings.HasPrefix(string(r), "gpu/"):
+			u = unitMilli
+		}
+		out[corev1.ResourceName(name)] = u.quantity(v)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// refusal is why a pod may not enter a queue: the condition reason (the
+// queue package's Refusal) and the message.
+type refusal struct {
+	reason, message string
+}
+
+// resolve finds the queue of a pod in namespace ns whose queue label is
+// label ("" when absent), or why it may not have one. With no Queue
+// objects, queues are off: every pod goes to the implicit one.
+func (qs *queueSet) resolve(label, ns string) (string, *refusal) {
+	if !qs.enabled() {
+		if label == "" {
+			return "default", nil
+		}
+		return label, nil
+	}
+	name := label
+	if name == "" {
+		switch d := qs.defaults[ns]; {
+		case len(d) == 1:
+			name = d[0]
+		case len(d) > 1:
+			return "", &refusal{queue.NoDefault.String(), fmt.Sprintf(
+				"namespace %q has no default queue: queues %s all list it in defaultForNamespaces; label the pod with %s",
+				ns, strings.Join(d, ", "), v1alpha1.LabelQueue)}
+		default:
+			q, err := qs.tree.DefaultQueue(ns)
+			if err != nil {
+				return "", admitRefusal(err)
+			}
+			return q, nil
+		}
+	}
+	if err := qs.tree.Admit(name, ns); err != nil {
+		// Admit only knows the tree: a queue left out for a conversion
+		// problem looks unknown to it.
+		if ae, ok := err.(*queue.AdmitError); ok && ae.Refusal == queue.UnknownQueue {
+			if probs, bad := qs.problems[name]; bad {
+				ae.Refusal, ae.Detail = queue.InvalidQueue, probs[0]
+			}
+		}
+		return "", admitRefusal(err)
+	}
+	return name, nil
+}
+
+func admitRefusal(err error) *refusal {
+	if ae, ok := err.(*queue.AdmitError); ok {
+		return &refusal{ae.Refusal.String(), ae.Error()}
+	}
+	return &refusal{queue.UnknownQueue.String(), err.Error()}
+}

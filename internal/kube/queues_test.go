@@ -1,0 +1,398 @@
+package kube
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/queue"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// queueB builds a Queue object.
+type queueB struct{ q v1alpha1.Queue }
+
+func queueObj(name string) *queueB {
+	return &queueB{q: v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+}
+
+func (b *queueB) parent(p string) *queueB { b.q.Spec.Parent = p; return b }
+func (b *queueB) res(name, guaranteed, limit, weight string) *queueB {
+	r := v1alpha1.QueueResource{Name: name}
+	for _, f := range []struct {
+		s   string
+		dst **resource.Quantity
+	}{{guaranteed, &r.Guaranteed}, {limit, &r.Limit}, {weight, &r.Weight}} {
+		if f.s != "" {
+			q := resource.MustParse(f.s)
+			*f.dst = &q
+		}
+	}
+	b.q.Spec.Resources = append(b.q.Spec.Resources, r)
+	return b
+}
+func (b *queueB) weight(w string) *queueB {
+	q := resource.MustParse(w)
+	b.q.Spec.Weight = &q
+	return b
+}
+func (b *queueB) namespaces(ns ...string) *queueB { b.q.Spec.Namespaces = ns; return b }
+func (b *queueB) defaultFor(ns ...string) *queueB { b.q.Spec.DefaultForNamespaces = ns; return b }
+func (b *queueB) reclaim(p v1alpha1.ReclaimPolicy) *queueB {
+	b.q.Spec.ReclaimPolicy = p
+	return b
+}
+func (b *queueB) obj() *v1alpha1.Queue { q := b.q; return &q }
+
+func TestQueueSpec(t *testing.T) {
+	cases := map[string]struct {
+		q      *v1alpha1.Queue
+		models []string // the cluster's GPU models
+		want   queue.Spec
+		probs  []string
+	}{
+		"every unit": {
+			q: queueObj("a").parent("org").
+				res("gpu/H100", "8", "16", "3").res("nvidia.com/gpu", "500m", "", "").
+				res("cpu", "4", "8500m", "").res("memory", "1Gi", "1500Mi", "").res("example.com/fpga", "2", "", "").
+				weight("2").namespaces("ns-a").reclaim(v1alpha1.ReclaimPreempt).obj(),
+			want: queue.Spec{Name: "a", Parent: "org", Namespaces: []string{"ns-a"}, Reclaim: true,
+				Guarantee: queue.Amounts{"gpu/H100": 8000, "gpu": 500, "cpu": 4000, "memory": 1024, "example.com/fpga": 2},
+				Limit:     queue.Amounts{"gpu/H100": 16000, "cpu": 8500, "memory": 1500},
+				Weight:    map[queue.Resource]float64{"*": 2, "gpu/H100": 3}},
+		},
+		"nvidia.com/gpu is the cluster's one model": {
+			q:      queueObj("a").res("nvidia.com/gpu", "4", "8", "").obj(),
+			models: []string{"A100"},
+			want:   queue.Spec{Name: "a", Guarantee: queue.Amounts{"gpu/A100": 4000}, Limit: queue.Amounts{"gpu/A100": 8000}},
+		},
+		"nvidia.com/gpu with several models": {
+			q:      queueObj("a").res("nvidia.com/gpu", "4", "", "").obj(),
+			models: []string{"A100", "H100"},
+			want:   queue.Spec{Name: "a"},
+			probs:  []string{`resource "nvidia.com/gpu": the cluster has GPUs of 2 models (A100, H100): give the quota per model, as gpu/<model>`},
+		},
+		"nvidia.com/gpu and its model": {
+			q:      queueObj("a").res("nvidia.com/gpu", "4", "", "").res("gpu/H100", "2", "", "").obj(),
+			models: []string{"H100"},
+			want:   queue.Spec{Name: "a", Guarantee: queue.Amounts{"gpu/H100": 4000}},
+			probs:  []string{`resources "nvidia.com/gpu" and "gpu/H100" name the same resource`},
+		},
+		"memory rounds up to MiB": {
+			q:    queueObj("a").res("memory", "1M", "", "").obj(),
+			want: queue.Spec{Name: "a", Guarantee: queue.Amounts{"memory": 1}},
+		},
+		"no resources": {
+			q:    queueObj("a").obj(),
+			want: queue.Spec{Name: "a"},
+		},
+		"negative guarantee": {
+			q:     queueObj("a").res("gpu/H100", "-1", "", "").obj(),
+			want:  queue.Spec{Name: "a"},
+			probs: []string{`resource "gpu/H100" guaranteed -1: must not be negative`},
+		},
+		"zero weight": {
+			q:     queueObj("a").res("cpu", "", "", "0").weight("-1").obj(),
+			want:  queue.Spec{Name: "a"},
+			probs: []string{"weight: -1 must be a positive number", `resource "cpu" weight: 0 must be a positive number`},
+		},
+		"fractional device": {
+			q:     queueObj("a").res("example.com/fpga", "1500m", "", "").obj(),
+			want:  queue.Spec{Name: "a"},
+			probs: []string{`resource "example.com/fpga" guaranteed 1500m: must be a whole number of devices`},
+		},
+		"huge amount": {
+			q:     queueObj("a").res("cpu", "", "1e18", "").obj(),
+			want:  queue.Spec{Name: "a"},
+			probs: []string{`resource "cpu" limit 1e18: above the largest supported amount 1e12`},
+		},
+		"bad names": {
+			q:    queueObj("a").res("gpu/", "1", "", "").res("gpu", "1", "", "").res("*", "1", "", "").res("gpu/a/b", "1", "", "").obj(),
+			want: queue.Spec{Name: "a"},
+			probs: []string{`resource "gpu/": want gpu/<model>, e.g. gpu/H100`,
+				`resource "gpu": GPUs of any model are spelled "nvidia.com/gpu"`,
+				`resource "*": not a resource name`,
+				`resource "gpu/a/b": want gpu/<model>, e.g. gpu/H100`},
+		},
+		"self parent and bad policy": {
+			q:     queueObj("a").parent("a").reclaim("Sometimes").obj(),
+			want:  queue.Spec{Name: "a", Parent: "a"},
+			probs: []string{"a queue cannot be its own parent", `reclaimPolicy "Sometimes": want Never or Preempt`},
+		},
+		"default outside namespaces": {
+			q:     queueObj("a").namespaces("x").defaultFor("y").obj(),
+			want:  queue.Spec{Name: "a", Namespaces: []string{"x"}},
+			probs: []string{`defaultForNamespaces lists "y", which namespaces does not admit`},
+		},
+		"the same resource twice": {
+			q:     queueObj("a").res("cpu", "1", "", "").res("cpu", "2", "", "").obj(),
+			want:  queue.Spec{Name: "a", Guarantee: queue.Amounts{"cpu": 1000}},
+			probs: []string{`resources "cpu" and "cpu" name the same resource`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, probs := queueSpec(tc.q, "nvidia.com/gpu", tc.models)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.probs, probs); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestQueueSetProblems(t *testing.T) {
+	objs := []*v1alpha1.Queue{
+		queueObj("org").res("gpu/H100", "8", "", "").obj(),
+		queueObj("team-a").parent("org").res("gpu/H100", "6", "", "").obj(),
+		queueObj("team-b").parent("org").res("gpu/H100", "6", "", "").obj(),
+		queueObj("broken").res("cpu", "-1", "", "").obj(),
+		queueObj("under-broken").parent("broken").obj(),
+		queueObj("orphan").parent("nope").obj(),
+		queueObj("ok").obj(),
+	}
+	qs := newQueueSet(objs, map[string]string{"ok": "the spec does not decode: bad"}, "nvidia.com/gpu", nil)
+	want := map[string][]string{
+		"broken":       {`resource "cpu" guaranteed -1: must not be negative`},
+		"under-broken": {`left out with its ancestor "broken", which is invalid`},
+		"ok":           {"the spec does not decode: bad"},
+		"org":          {"children's guarantees of gpu/H100 add up to 12000 (team-a=6000, team-b=6000), above its own guarantee 8000"},
+		"orphan":       {`unknown parent "nope"`},
+		"team-a":       {`left out with its ancestor "org", which is invalid`},
+		"team-b":       {`left out with its ancestor "org", which is invalid`},
+	}
+	if diff := cmp.Diff(want, qs.problems); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, s := range qs.specs {
+		names = append(names, s.Name)
+	}
+	// Left-out queues still reach the engine when only the tree's rules
+	// fail: the engine reports them itself.
+	if diff := cmp.Diff([]string{"org", "orphan", "team-a", "team-b"}, names); diff != "" {
+		t.Errorf("specs for the engine (-want +got):\n%s", diff)
+	}
+}
+
+func TestQueueResolve(t *testing.T) {
+	qs := newQueueSet([]*v1alpha1.Queue{
+		queueObj("org").obj(),
+		queueObj("team-a").parent("org").namespaces("ns-a", "ns-shared").defaultFor("ns-a").obj(),
+		queueObj("team-b").parent("org").defaultFor("ns-b", "ns-both").obj(),
+		queueObj("team-c").defaultFor("ns-both").obj(),
+		queueObj("default").obj(),
+		queueObj("bad").res("cpu", "-1", "", "").obj(),
+	}, nil, "nvidia.com/gpu", nil)
+	type want struct {
+		queue  string
+		reason string
+		msg    string
+	}
+	cases := map[string]struct {
+		label, ns string
+		want      want
+	}{
+		"label":                  {"team-a", "ns-shared", want{queue: "team-a"}},
+		"namespace default":      {"", "ns-a", want{queue: "team-a"}},
+		"the default queue":      {"", "ns-other", want{queue: "default"}},
+		"unknown":                {"nope", "ns-a", want{reason: "UnknownQueue", msg: `queue "nope" does not exist`}},
+		"namespace not admitted": {"team-a", "ns-b", want{reason: "NamespaceDenied", msg: `namespace "ns-b" may not submit to queue "team-a" (it admits namespaces ns-a, ns-shared)`}},
+		"inner queue":            {"org", "ns-a", want{reason: "NotLeaf", msg: `queue "org" is not a leaf queue; submit to one of its leaves (team-a, team-b)`}},
+		"invalid queue":          {"bad", "ns-a", want{reason: "InvalidQueue", msg: `queue "bad" is invalid: resource "cpu" guaranteed -1: must not be negative`}},
+		"two defaults": {"", "ns-both", want{reason: "NoDefault",
+			msg: `namespace "ns-both" has no default queue: queues team-b, team-c all list it in defaultForNamespaces; label the pod with corral.dev/queue`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q, ref := qs.resolve(tc.label, tc.ns)
+			got := want{queue: q}
+			if ref != nil {
+				got.reason, got.msg = ref.reason, ref.message
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("resolve(%q, %q) (-want +got):\n%s", tc.label, tc.ns, diff)
+			}
+		})
+	}
+
+	// Without a default queue at all, the message says so.
+	qs = newQueueSet([]*v1alpha1.Queue{queueObj("team-a").obj()}, nil, "nvidia.com/gpu", nil)
+	if _, ref := qs.resolve("", "ns"); ref == nil || ref.reason != "NoDefault" {
+		t.Errorf("no default queue: refusal %+v", ref)
+	}
+	// Without Queue objects, queues are off.
+	qs = newQueueSet(nil, nil, "nvidia.com/gpu", nil)
+	if q, ref := qs.resolve("anything", "ns"); q != "anything" || ref != nil {
+		t.Errorf("queues off: %q %+v", q, ref)
+	}
+}
+
+func TestResourceListRoundTrip(t *testing.T) {
+	got := resourceList(queue.Amounts{"gpu/H100": 2500, "gpu": 1000, "cpu": 1500, "memory": 2048, "example.com/fpga": 3, "zero": 0}, "nvidia.com/gpu")
+	want := map[corev1.ResourceName]string{"gpu/H100": "2500m", "nvidia.com/gpu": "1", "cpu": "1500m", "memory": "2Gi", "example.com/fpga": "3"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for r, s := range want {
+		q := got[r]
+		if q.Cmp(resource.MustParse(s)) != 0 {
+			t.Errorf("%s = %s, want %s", r, q.String(), s)
+		}
+	}
+	if resourceList(nil, "nvidia.com/gpu") != nil {
+		t.Error("empty amounts should give no list")
+	}
+}
+
+func TestQueueStatuses(t *testing.T) {
+	qs := newQueueSet([]*v1alpha1.Queue{
+		queueObj("a").res("gpu/H100", "8", "", "").obj(),
+		queueObj("orphan").parent("nope").obj(),
+	}, nil, "nvidia.com/gpu", nil)
+	got := queueStatuses(qs, []engine.QueueStatus{{Name: "a", Allocated: queue.Amounts{"gpu/H100": 4000}, FairShare: queue.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu")
+	a := got["a"]
+	if c := a.Conditions[0]; c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.QueueReasonActive {
+		t.Errorf("a: condition %+v", c)
+	}
+	if q := a.Allocated["gpu/H100"]; q.Value() != 4 {
+		t.Errorf("a: allocated %v", a.Allocated)
+	}
+	if q := a.FairShare["gpu/H100"]; q.Value() != 8 {
+		t.Errorf("a: fair share %v", a.FairShare)
+	}
+	o := got["orphan"].Conditions[0]
+	if o.Status != metav1.ConditionFalse || o.Reason != v1alpha1.QueueReasonInvalid || o.Message != `unknown parent "nope"` {
+		t.Errorf("orphan: condition %+v", o)
+	}
+}
+
+func TestRunningJob(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(sec, 0)) }
+	s, err := cluster.New(cluster.Topology{}, []cluster.Node{{Name: "n1", CPUMilli: 64000, MemMiB: 1 << 20,
+		Devices: []cluster.Device{{ID: "gpu0", Model: "H100"}, {ID: "gpu1", Model: "H100"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := pod("w0").gpus(1).boundTo("n1").ann(v1alpha1.AnnotationLastCheckpoint, time.Unix(9_000, 0).UTC().Format(time.RFC3339)).obj()
+	p0.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at(5_000)}}
+	p1 := pod("w1").gpus(1).boundTo("n1").ann(v1alpha1.AnnotationLastCheckpoint, time.Unix(8_000, 0).UTC().Format(time.RFC3339)).obj()
+	p1.Status.StartTime = ptr(at(6_000))
+	p2 := pod("w2").gpus(1).ann(v1alpha1.AnnotationLastCheckpoint, "yesterday").obj() // pending
+	kj := &kjob{job: &workload.Job{ID: "j"}, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
+	for i, p := range []*corev1.Pod{p0, p1, p2} {
+		ref := workload.PodRef{Job: "j", Index: i}
+		kj.refs = append(kj.refs, ref)
+		kj.pods[ref] = p
+		if p.Spec.NodeName != "" {
+			kj.bound[ref] = p.Spec.NodeName
+		}
+	}
+	holds := map[string]podHold{
+		string(p0.UID): {node: 0, alloc: cluster.Alloc{CPUMilli: 2000, Devices: []cluster.DeviceShare{{Device: 0, Milli: 1000}}}},
+		string(p1.UID): {node: 0, alloc: cluster.Alloc{CPUMilli: 2000, Devices: []cluster.DeviceShare{{Device: 1, Milli: 1000}}}},
+	}
+	rj, warns := runningJob(kj, holds, nil, s, now)
+	if !rj.Start.Equal(time.Unix(6_000, 0)) {
+		t.Errorf("start = %v, want the last pod's start (6000)", rj.Start.Unix())
+	}
+	if !rj.LastCheckpoint.Equal(time.Unix(8_000, 0)) {
+		t.Errorf("last checkpoint = %v, want the oldest one reported (8000)", rj.LastCheckpoint.Unix())
+	}
+	var devs []string
+	for _, pb := range rj.Pods {
+		devs = append(devs, pb.Node+":"+pb.Devices[0])
+	}
+	if diff := cmp.Diff([]string{"n1:gpu0", "n1:gpu1"}, devs); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	if len(warns) != 0 {
+		t.Errorf("warnings for a pending pod's annotation: %v", warns)
+	}
+	// A bound pod's bad annotation is ignored with a warning.
+	p1.Annotations[v1alpha1.AnnotationLastCheckpoint] = "yesterday"
+	rj, warns = runningJob(kj, holds, nil, s, now)
+	if len(warns) != 1 || !rj.LastCheckpoint.Equal(time.Unix(9_000, 0)) {
+		t.Errorf("bad annotation: warnings %v, checkpoint %v", warns, rj.LastCheckpoint.Unix())
+	}
+	// Engine cost on what the adapter built: 2 GPUs x (10000-9000 s).
+	if got := engine.RestartCost(rj, nil, now); got != 2000 {
+		t.Errorf("restart cost = %v GPU-s, want 2000", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestExampleQueues: the example tree converts and builds without a problem.
+func TestExampleQueues(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/queues.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []*v1alpha1.Queue
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var q v1alpha1.Queue
+		if err := yaml.UnmarshalStrict([]byte(doc), &q); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &q)
+	}
+	qs := newQueueSet(objs, nil, "nvidia.com/gpu", nil)
+	if len(qs.problems) > 0 || len(qs.specs) != 4 {
+		t.Fatalf("problems %v, %d specs", qs.problems, len(qs.specs))
+	}
+	if q, ref := qs.resolve("", "team-b"); q != "team-b" || ref != nil {
+		t.Errorf("team-b's default: %q %+v", q, ref)
+	}
+	if _, ref := qs.resolve("team-a", "team-b"); ref == nil || ref.reason != "NamespaceDenied" {
+		t.Errorf("team-b submitting to team-a: %+v", ref)
+	}
+}
+
+func TestQueueMetrics(t *testing.T) {
+	m := newQueueMetrics()
+	qs := newQueueSet([]*v1alpha1.Queue{queueObj("a").obj(), queueObj("orphan").parent("nope").obj()}, nil, "nvidia.com/gpu", nil)
+	m.set(queueStatuses(qs, []engine.QueueStatus{{Name: "a",
+		Allocated: queue.Amounts{"gpu/H100": 2500, "memory": 1024}, FairShare: queue.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu"))
+	for _, c := range []struct {
+		g    *prometheus.GaugeVec
+		lv   []string
+		want float64
+	}{
+		{m.allocated, []string{"a", "gpu/H100"}, 2.5},
+		{m.allocated, []string{"a", "memory"}, 1 << 30},
+		{m.fairShare, []string{"a", "gpu/H100"}, 8},
+		{m.accepted, []string{"a"}, 1},
+		{m.accepted, []string{"orphan"}, 0},
+	} {
+		var got dto.Metric
+		if err := c.g.WithLabelValues(c.lv...).Write(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.GetGauge().GetValue() != c.want {
+			t.Errorf("%v = %v, want %v", c.lv, got.GetGauge().GetValue(), c.want)
+		}
+	}
+	// A queue that is gone leaves the gauges.
+	m.set(queueStatuses(newQueueSet(nil, nil, "nvidia.com/gpu", nil), nil, "nvidia.com/gpu"))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.allocated)
+	if fams, err := reg.Gather(); err != nil || len(fams) != 0 {
+		t.Errorf("allocated series after the queues went away: %v %v", fams, err)
+	}
+}

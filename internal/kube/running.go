@@ -1,0 +1,103 @@
+package kube
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
+)
+
+// admit puts a job into its queue, or records why it may not enter one.
+// Only jobs with pods still waiting are refused: a running job whose queue
+// changed or vanished keeps running (nothing running is touched), and is
+// charged to the queue its label names.
+func (w *world) admit(kj *kjob) {
+	if len(kj.refs) == 0 {
+		return // no pod could be read yet: the job waits anyway
+	}
+	first := kj.pods[kj.refs[0]]
+	label := first.Labels[v1alpha1.LabelQueue]
+	name, ref := w.queues.resolve(label, first.Namespace)
+	switch {
+	case ref == nil:
+		kj.job.Queue = name
+	case kj.pending():
+		kj.refused = ref
+	case label != "":
+		kj.job.Queue = label
+	}
+}
+
+// runningJob describes a job with bound pods for the engine: what each pod
+// holds, when the job started and when it last checkpointed.
+//
+// The start is the latest time one of its pods was bound: a gang runs from
+// when its last member started. The last checkpoint is the oldest
+// corral.dev/last-checkpoint among the pods that carry one: a distributed
+// checkpoint is whole only once every rank that reports one has written it.
+func runningJob(kj *kjob, holds map[string]podHold, assumed map[string]assumedPod, s *cluster.State, now time.Time) (engine.RunningJob, []string) {
+	rj := engine.RunningJob{Job: kj.job}
+	var warnings []string
+	for _, ref := range kj.refs {
+		node, ok := kj.bound[ref]
+		if !ok {
+			continue
+		}
+		p := kj.pods[ref]
+		pb := engine.PodBind{Pod: ref, Node: node, NodeIndex: -1}
+		if h, ok := holds[string(p.UID)]; ok {
+			pb.NodeIndex, pb.Alloc = h.node, h.alloc
+			n := s.Node(h.node)
+			for _, d := range h.alloc.Devices {
+				pb.Devices = append(pb.Devices, n.Devices[d.Device].ID)
+			}
+		}
+		rj.Pods = append(rj.Pods, pb)
+
+		started := boundAt(p)
+		if a, ok := assumed[string(p.UID)]; ok && started.IsZero() {
+			started = a.at
+		}
+		if started.IsZero() {
+			started = p.CreationTimestamp.Time
+		}
+		if started.After(rj.Start) {
+			rj.Start = started
+		}
+		if v := p.Annotations[v1alpha1.AnnotationLastCheckpoint]; v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			switch {
+			case err != nil:
+				warnings = append(warnings, fmt.Sprintf("pod %s/%s: annotation %s=%q is not an RFC 3339 time; ignored",
+					p.Namespace, p.Name, v1alpha1.AnnotationLastCheckpoint, v))
+			case t.After(now):
+				warnings = append(warnings, fmt.Sprintf("pod %s/%s: annotation %s=%q is in the future; ignored",
+					p.Namespace, p.Name, v1alpha1.AnnotationLastCheckpoint, v))
+			case rj.LastCheckpoint.IsZero() || t.Before(rj.LastCheckpoint):
+				rj.LastCheckpoint = t
+			}
+		}
+	}
+	if rj.Start.After(now) {
+		rj.Start = now
+	}
+	return rj, warnings
+}
+
+// boundAt is when the pod was bound: its PodScheduled=True transition, else
+// when the kubelet started it; zero if neither is known.
+func boundAt(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	return time.Time{}
+}
