@@ -118,7 +118,7 @@ func (m *roomMaker) makeRoom(pj PendingJob, leaf string, gang placement.Gang, f 
 	if res.Failure == nil && len(res.Assignments) > 0 {
 		return res, evs, ""
 	}
-	if m.e.cfg.Preemption == PreemptNewest || m.e.cfg.NoConsolidation {
+	if m.e.cfg.Preemption == PreemptNewest || !m.e.cfg.Consolidate {
 		return placement.Result{}, nil, why
 	}
 	res, evs, cwhy := m.consolidate(pj, gang)

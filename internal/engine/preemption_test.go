@@ -295,7 +295,7 @@ func TestConsolidationFreesARackOnlyWhenItPays(t *testing.T) {
 				mk("x0", "r1-n-0", end, 0, 0), mk("x1", "r1-n-1", end, 0, 0),
 			}
 			gang := build.Job("gang").Pods(4).GPUs(8).Required("rack").Obj()
-			p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(gang), Running: running, Now: now})
+			p := New(Config{Consolidate: true}).Cycle(&Snapshot{State: s, Pending: pendingOf(gang), Running: running, Now: now})
 			if diff := cmp.Diff(tc.want, evicted(p)); diff != "" {
 				t.Fatalf("moved (-want +got):\n%s\npending %+v", diff, p.Pending)
 			}
