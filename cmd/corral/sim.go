@@ -59,7 +59,7 @@ Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, te
           of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
 Policies: corral, spread, binpack; for preemption reports corral-newest (corral
           placing, victims chosen by lowest priority then newest, as peer
-          schedulers do, no consolidation) and corral-nomove (no consolidation).
+          schedulers do) and corral-consolidate (corral with consolidation moves).
 Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
            replay (submit and finish in time). The default is fgd for openb traces
            and replay otherwise.`,

@@ -23,6 +23,7 @@ const (
 	// evWake runs a cycle when a job reaches its max runtime, so that the
 	// engine can stop it then and not at the next arrival.
 	evWake
+	evRetry // the engine asked to look again (Plan.Retry)
 )
 
 type event struct {
@@ -107,7 +108,8 @@ type replay struct {
 	fair       *fairness
 	// hist is the completed runtimes the engine estimates from, kept here
 	// as a real driver keeps it.
-	hist backfill.History
+	hist   backfill.History
+	wakeAt time.Time // the pending Plan.Retry event, if any
 }
 
 // maxRecycles bounds the cycles run at one instant because re-partitions
@@ -148,6 +150,11 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 				r.finish(e.job, now)
 			case evWake:
 				wake = e.epoch == r.jobs[e.job].epoch && r.jobs[e.job].started
+			case evRetry:
+				if !r.wakeAt.Equal(now) {
+					continue // superseded by an earlier retry
+				}
+				r.wakeAt = time.Time{}
 			}
 			changed = true
 		}
@@ -252,6 +259,10 @@ func (r *replay) cycle(now time.Time) error {
 		return err
 	}
 	r.fair.observe(plan.Queues, now)
+	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
+		r.wakeAt = plan.Retry
+		r.push(plan.Retry, evRetry, 0)
+	}
 
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
