@@ -12,6 +12,7 @@ import (
 
 // Placed is one pod's share of a node.
 type Placed struct {
+	Pod   workload.PodRef
 	Node  int
 	Alloc cluster.Alloc
 }
@@ -41,9 +42,10 @@ type Slot struct {
 // blocked (held for others) are never offered. ok is false when no replay
 // makes the gang fit.
 //
-// Between releases only the aggregates are looked at (free GPU-milli of the
-// domains at the gang's top level, O(domains)); the placement search runs
-// only where the aggregates say the gang might fit.
+// Between releases only the aggregates are looked at (free GPU-milli, then
+// the per-domain histograms of free GPUs per node, of the domains at the
+// gang's top level: O(domains)); the placement search runs only where the
+// aggregates say the gang might fit.
 func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Time, h *History, blocked func(n int) bool) (Slot, bool) {
 	type release struct {
 		at  time.Time
@@ -100,7 +102,7 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 	}
 	placer := placement.NewPlacer(future, placement.MostAllocated(), placement.Interconnect)
 	found := func(at time.Time, k int) (Slot, bool) {
-		if !mayFit(future, top, need, mask) {
+		if !mayFit(future, top, need, mask) || !placement.MayHold(future, g) {
 			return Slot{}, false
 		}
 		res := placer.PlaceGang(g)

@@ -69,6 +69,17 @@ type backfiller struct {
 	shrunk  map[workload.JobID]bool
 	// fifoHead is the first blocked job under strict FIFO: nobody passes it.
 	fifoHead workload.JobID
+	// heldKey is the admit key the holds were last synced for, over heldRes
+	// reservations (a new reservation changes what a key means).
+	synced  bool
+	heldKey string
+	heldRes int
+	// room is the cycle's preemption (issue 5), nil without it. Each side
+	// must leave alone the jobs the other evicted: releasing a pod twice
+	// would free capacity that is not there.
+	room     *roomMaker
+	seenEvs  int
+	otherEvs map[workload.JobID]bool // jobs evicted by other steps
 }
 
 type activeReservation struct {
@@ -92,13 +103,13 @@ func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.S
 	}
 	b := &backfiller{cfg: cfg, mode: mode, s: s, view: view, holds: backfill.NewHolds(view),
 		queueRs: map[string]int{}, pos: map[workload.JobID]int{}, gone: map[workload.JobID]bool{},
-		shrunk: map[workload.JobID]bool{}}
+		shrunk: map[workload.JobID]bool{}, otherEvs: map[workload.JobID]bool{}}
 	running := append([]RunningJob(nil), s.Running...)
 	sort.Slice(running, func(a, c int) bool { return running[a].Job.ID < running[c].Job.ID })
 	for _, rj := range running {
 		h := backfill.Holder{Job: rj.Job, Start: rj.Start}
 		for _, p := range rj.Pods {
-			h.Pods = append(h.Pods, backfill.Placed{Node: p.NodeIndex, Alloc: p.Alloc})
+			h.Pods = append(h.Pods, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		}
 		b.pos[rj.Job.ID] = len(b.holders)
 		b.holders = append(b.holders, h)
@@ -142,37 +153,51 @@ func (b *backfiller) enforceMaxRuntime(plan *Plan) {
 		plan.Evictions = append(plan.Evictions, ev)
 		b.gone[rj.Job.ID] = true
 	}
+	b.seenEvs = len(plan.Evictions)
 }
 
 // admit sets the holds for job j: nodes reserved for a job j cannot finish
 // before, and pools j may not use. It returns a key for the shape cache
-// (identical gangs with different holds are not interchangeable).
+// (identical gangs with different holds are not interchangeable). The holds
+// change only when the key does, so a long queue of alike jobs costs one
+// comparison each.
 func (b *backfiller) admit(j *workload.Job) string {
 	if len(b.res) == 0 && len(b.pools) == 0 {
 		return ""
 	}
-	want := map[int]bool{}
 	var key strings.Builder
 	for i, r := range b.res {
-		if r.job.ID == j.ID || b.endsBefore(j, r.slot.Start) {
-			continue
-		}
-		fmt.Fprintf(&key, "r%d", i)
-		for n := range r.nodes {
-			want[n] = true
+		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
+			fmt.Fprintf(&key, "r%d", i)
 		}
 	}
 	for _, p := range b.pools {
-		if p.Admits(j) {
-			continue
+		if !p.Admits(j) {
+			fmt.Fprintf(&key, "p%s", p.Name)
 		}
-		fmt.Fprintf(&key, "p%s", p.Name)
-		for _, n := range p.Nodes {
-			want[n] = true
+	}
+	k := key.String()
+	if b.synced && k == b.heldKey && len(b.res) == b.heldRes {
+		return k
+	}
+	want := map[int]bool{}
+	for _, r := range b.res {
+		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
+			for n := range r.nodes {
+				want[n] = true
+			}
+		}
+	}
+	for _, p := range b.pools {
+		if !p.Admits(j) {
+			for _, n := range p.Nodes {
+				want[n] = true
+			}
 		}
 	}
 	b.holds.Sync(want)
-	return key.String()
+	b.synced, b.heldKey, b.heldRes = true, k, len(b.res)
+	return k
 }
 
 // endsBefore reports whether j, started now, is expected to end by t. A job
@@ -185,10 +210,11 @@ func (b *backfiller) endsBefore(j *workload.Job, t time.Time) bool {
 // placed records a job placed this cycle as a holder and counts it as
 // backfilled when it took reserved nodes.
 func (b *backfiller) placed(j *workload.Job, gb GangBind, plan *Plan) {
+	b.syncEvictions(plan)
 	h := backfill.Holder{Job: j, Start: b.s.Now}
 	onReserved := false
 	for _, p := range gb.Pods {
-		h.Pods = append(h.Pods, backfill.Placed{Node: p.NodeIndex, Alloc: p.Alloc})
+		h.Pods = append(h.Pods, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		for _, r := range b.res {
 			onReserved = onReserved || (r.job.ID != j.ID && r.nodes[p.NodeIndex])
 		}
@@ -314,6 +340,7 @@ func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *
 	}
 	b.normal++
 	b.queueRs[j.Queue]++
+	b.syncEvictions(plan)
 	slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, b.holds.Held)
 	if !ok {
 		if len(b.s.Running) > 0 {
@@ -353,9 +380,10 @@ func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g plac
 	if b.mode != Corral {
 		return placement.Result{}, false
 	}
+	b.syncEvictions(plan)
 	var cands []RunningJob
 	for _, rj := range b.s.Running {
-		if rj.Job.ID != j.ID && !b.gone[rj.Job.ID] && !b.shrunk[rj.Job.ID] &&
+		if rj.Job.ID != j.ID && !b.gone[rj.Job.ID] && !b.shrunk[rj.Job.ID] && !b.otherEvs[rj.Job.ID] &&
 			rj.Job.Priority <= j.Priority && len(rj.Pods) > rj.Job.GangMin() {
 			cands = append(cands, rj)
 		}
@@ -427,11 +455,12 @@ func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
 		ev.LostGPUSeconds = RestartCost(c.rj, ev.Pods, b.s.Now)
 		plan.Evictions = append(plan.Evictions, ev)
 		b.shrunk[c.rj.Job.ID] = true
+		b.taken(c.rj.Job.ID)
 		if i, ok := b.pos[c.rj.Job.ID]; ok {
 			var keep []backfill.Placed
 			for _, p := range c.rj.Pods {
 				if !gone[p.Pod] {
-					keep = append(keep, backfill.Placed{Node: p.NodeIndex, Alloc: p.Alloc})
+					keep = append(keep, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 				}
 			}
 			b.holders[i].Pods = keep
@@ -452,9 +481,10 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 	if len(pools) == 0 {
 		return placement.Result{}, false
 	}
+	b.syncEvictions(plan)
 	var cands []RunningJob
 	for _, rj := range b.s.Running {
-		if rj.Job.Class == j.Class || b.gone[rj.Job.ID] || b.shrunk[rj.Job.ID] {
+		if rj.Job.Class == j.Class || b.gone[rj.Job.ID] || b.shrunk[rj.Job.ID] || b.otherEvs[rj.Job.ID] {
 			continue
 		}
 		in := false
@@ -497,6 +527,7 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 			}
 			plan.Evictions = append(plan.Evictions, ev)
 			b.gone[t.Job.ID] = true
+			b.taken(t.Job.ID)
 		}
 		return res, true
 	}
@@ -536,6 +567,7 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 			return
 		}
 	}
+	b.syncEvictions(plan)
 	running := append([]RunningJob(nil), b.s.Running...)
 	sort.Slice(running, func(a, c int) bool {
 		x, y := running[a].Job, running[c].Job
@@ -549,7 +581,7 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 	})
 	for _, rj := range running {
 		j := rj.Job
-		if b.gone[j.ID] || b.shrunk[j.ID] || j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
+		if b.gone[j.ID] || b.shrunk[j.ID] || b.otherEvs[j.ID] || j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
 			continue
 		}
 		have := map[workload.PodRef]bool{}
@@ -580,6 +612,55 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 		plan.Stats.PodsGrown += len(gb.Pods)
 		b.placed(j, gb, plan)
 	}
+}
+
+// attach links the cycle's preemption: the jobs stopped at their max
+// runtime are no victims for it.
+func (b *backfiller) attach(room *roomMaker) {
+	b.room = room
+	for id := range b.gone {
+		b.taken(id)
+	}
+}
+
+// taken tells preemption that a backfill step evicted (part of) job id.
+func (b *backfiller) taken(id workload.JobID) {
+	if b.room != nil {
+		b.room.gone[id] = true
+	}
+}
+
+// syncEvictions takes note of evictions other steps added to the plan: their
+// jobs are no candidates for shrinking, pools or growth, and their pods no
+// longer hold capacity in a reservation's replay. Holds are taken again, as
+// the victims may have freed capacity on held nodes.
+func (b *backfiller) syncEvictions(plan *Plan) {
+	if b.seenEvs == len(plan.Evictions) {
+		return
+	}
+	for _, ev := range plan.Evictions[b.seenEvs:] {
+		if b.gone[ev.Job] || b.shrunk[ev.Job] {
+			continue // one of ours
+		}
+		b.otherEvs[ev.Job] = true
+		i, ok := b.pos[ev.Job]
+		if !ok {
+			continue
+		}
+		out := map[workload.PodRef]bool{}
+		for _, p := range ev.Pods {
+			out[p] = true
+		}
+		var keep []backfill.Placed
+		for _, p := range b.holders[i].Pods {
+			if !out[p.Pod] {
+				keep = append(keep, p)
+			}
+		}
+		b.holders[i].Pods = keep
+	}
+	b.seenEvs = len(plan.Evictions)
+	b.holds.Refresh()
 }
 
 // finish lifts every hold: the view is the cycle's alone, but a clean view

@@ -480,3 +480,82 @@ func TestMaxRuntime(t *testing.T) {
 		})
 	}
 }
+
+// TestStarvationAge: a gang that has waited past the starvation age keeps
+// its room even from jobs ahead of it in the order (higher priority), unless
+// they end before it starts.
+func TestStarvationAge(t *testing.T) {
+	cases := map[string]struct {
+		starve     time.Duration
+		waited     time.Duration
+		hp         *workload.Job
+		wantPlaced bool
+	}{
+		"starved: a higher-priority job may not take its room": {waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj()},
+		"starved: one that ends first may": {waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(30 * time.Minute).Obj(), wantPlaced: true},
+		"not starved yet: priority wins": {waited: 23 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
+		"starvation age turned off": {starve: -1, waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+				Config{Policy: Corral, Backfill: BackfillConfig{StarveAfter: tc.starve}})
+			w.now = t0.Add(tc.waited)
+			w.run(min8("busy", 60), "r0-n-0")
+			tc.hp.Submit = w.now
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head.Submit = t0
+			w.submit(head, tc.hp)
+			p := w.cycle()
+			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced {
+				t.Errorf("hp placed = %v, want %v (reservations %+v)", got, tc.wantPlaced, p.Reservations)
+			}
+			if len(p.Reservations) != 1 || p.Reservations[0].Job != "head" {
+				t.Fatalf("reservations %+v, want one for head", p.Reservations)
+			}
+			starved := tc.waited >= DefaultStarveAfter && tc.starve >= 0
+			if got := p.Stats.StarvedReservations == 1; got != starved {
+				t.Errorf("StarvedReservations = %d, want starved %v", p.Stats.StarvedReservations, starved)
+			}
+			for _, pe := range p.Pending {
+				if pe.Job == "head" && starved && !strings.Contains(pe.Reason.Message, "(waiting past the starvation age)") {
+					t.Errorf("head reason %q", pe.Reason.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestPreemptionAndBackfillEvictOnce: a job stopped at its max runtime, or
+// shrunk, is never also a preemption victim in the same cycle.
+func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
+	cases := map[string]struct {
+		running *workload.Job
+		want    EvictionCause
+	}{
+		"past its max runtime": {running: build.Job("low").GPUs(8).Pods(2).Preemptible().MaxRuntime(time.Hour).
+			Expected(10 * time.Hour).Obj(), want: CauseMaxRuntime},
+		"elastic above its minimum": {running: build.Job("low").GPUs(8).Pods(2).Min(1).Preemptible().
+			Expected(10 * time.Hour).Obj(), want: CauseShrink},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			w.now = t0
+			w.run(tc.running, "r0-n-0", "r0-n-1")
+			w.advance(t0.Add(2 * time.Hour))
+			w.submit(build.Job("high").GPUs(8).Priority(100).Expected(time.Hour).Obj())
+			p := w.cycle()
+			if len(p.Evictions) != 1 || p.Evictions[0].Job != "low" || p.Evictions[0].Cause != tc.want {
+				t.Errorf("evictions %+v, want one %s of low", p.Evictions, tc.want)
+			}
+			if !outcomeOf(p, "high").Placed {
+				t.Errorf("high not placed: %+v", p.Pending)
+			}
+		})
+	}
+}

@@ -24,11 +24,13 @@ const (
 	Spread Policy = "spread"
 	// Binpack: pod by pod onto the fullest node that fits (best fit); no gangs.
 	Binpack Policy = "binpack"
-	// FIFO: corral's gang placement in strict order: once a job is blocked,
-	// every job behind it waits too (head-of-line blocking, no backfill).
+	// FIFO: corral in strict order: once a job is blocked, every job behind
+	// it waits too (head-of-line blocking, no backfill). Same placement,
+	// queues and preemption as corral; no reservations, pools or growth.
 	FIFO Policy = "fifo"
-	// Greedy: corral's gang placement where any job that fits starts, with
-	// no reservations (corral before issue 6): big gangs can starve.
+	// Greedy: corral where any job that fits starts and a blocked job
+	// reserves nothing (corral before issue 6): big gangs can starve. Same
+	// placement, queues and preemption as corral; no pools or growth.
 	Greedy Policy = "greedy"
 )
 
@@ -198,6 +200,8 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	}
 	// Preemption (issue 5): nil when nothing may be evicted.
 	room := e.newRoomMaker(s, view, placer, scorer, devices, qs, &plan.Stats)
+	// Backfill step: preemption and backfill never evict one job twice.
+	bf.attach(room)
 	// Backfill step (issue 6): the oldest job waiting past the starvation age
 	// gets a reservation before anything is placed, so that no job, whatever
 	// its priority or queue, takes its room unless it ends first.

@@ -24,6 +24,8 @@ const (
 	// engine can stop it then and not at the next arrival.
 	evWake
 	evRetry // the engine asked to look again (Plan.Retry)
+	// evRecycle runs one more cycle at the same time.
+	evRecycle
 )
 
 type event struct {
@@ -79,6 +81,13 @@ type jobRun struct {
 	// the engine stopped the job for good (max runtime).
 	wait       float64
 	terminated bool
+	// An elastic job runs at the share of its pods it holds (Runtime is its
+	// runtime at full size): frac is that share, segStart when the current
+	// share began (after any restart overhead), segDone the work of this
+	// run's earlier shares, in runtime units.
+	frac     float64
+	segStart time.Time
+	segDone  time.Duration
 }
 
 type replay struct {
@@ -110,6 +119,8 @@ type replay struct {
 	// as a real driver keeps it.
 	hist   backfill.History
 	wakeAt time.Time // the pending Plan.Retry event, if any
+	// requeued counts jobs requeued at their max runtime.
+	requeued int
 }
 
 // maxRecycles bounds the cycles run at one instant because re-partitions
@@ -132,7 +143,15 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 	}
 	r.lastT = r.first
 	processed, total := 0, len(jobs)
+	var retried time.Time
 	for r.events.Len() > 0 {
+		if e := r.events[0]; (e.kind == evFinish || e.kind == evWake) &&
+			(e.epoch != r.jobs[e.job].epoch || r.jobs[e.job].finished) {
+			// The run it belongs to ended, was evicted or was resized: it
+			// must not move the clock (the makespan) either.
+			heap.Pop(&r.events)
+			continue
+		}
 		now := r.events[0].at
 		r.advance(now)
 		changed, wake := false, false
@@ -155,12 +174,23 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 					continue // superseded by an earlier retry
 				}
 				r.wakeAt = time.Time{}
+			case evRecycle:
+				wake = true
 			}
 			changed = true
 		}
 		if changed && (len(r.pending) > 0 || wake || r.mayGrow()) {
+			requeued := r.requeued
 			if err := r.cycle(now); err != nil {
 				return r.rej, err
+			}
+			if r.requeued > requeued && !retried.Equal(now) {
+				// Jobs stopped at their max runtime and requeued in this
+				// cycle could run on what it freed: one more cycle at the
+				// same time (once, so that no plan can loop the clock in
+				// place).
+				retried = now
+				r.push(now, evRecycle, 0)
 			}
 		} else if changed {
 			r.fair.satisfied(now) // nothing waits: every queue has what it asks for
@@ -279,6 +309,7 @@ func (r *replay) cycle(now time.Time) error {
 			}
 		}
 		if jr.started {
+			r.resize(jr, now)
 			continue
 		}
 		if len(jr.bound) >= jr.job.GangMin() {
@@ -335,15 +366,49 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	} else {
 		jr.slow = r.loc.slowdown(jr, r.cfg.Comm)
 	}
-	if jr.job.Runtime > 0 {
-		run := time.Duration(float64(jr.job.Runtime-jr.workDone) * jr.slow)
-		if jr.restarts > 0 {
-			run += jr.job.RestartOverhead
-		}
-		if run <= 0 {
-			run = time.Second
-		}
-		r.push(now.Add(run), evFinish, r.byID[jr.job.ID])
+	jr.frac, jr.segDone, jr.segStart = podShare(jr), 0, now
+	if jr.restarts > 0 {
+		jr.segStart = now.Add(jr.job.RestartOverhead)
+	}
+	r.scheduleFinish(jr)
+}
+
+// podShare is the share of its pods a job holds: its speed, for an elastic
+// job, relative to its runtime at full size.
+func podShare(jr *jobRun) float64 {
+	if n := jr.job.Pods(); n > 0 && len(jr.bound) < n {
+		return float64(len(jr.bound)) / float64(n)
+	}
+	return 1
+}
+
+// scheduleFinish pushes the end of the current run from its progress.
+func (r *replay) scheduleFinish(jr *jobRun) {
+	if jr.job.Runtime <= 0 {
+		return
+	}
+	left := jr.job.Runtime - jr.workDone - jr.segDone
+	run := time.Duration(float64(left) * jr.slow / jr.frac)
+	if run <= 0 {
+		run = time.Second
+	}
+	r.push(jr.segStart.Add(run), evFinish, r.byID[jr.job.ID])
+}
+
+// resize reschedules a running elastic job whose pod count changed (grown
+// into idle capacity, or shrunk for a waiting job): the work of the old
+// share is banked and the rest runs at the new share.
+func (r *replay) resize(jr *jobRun, now time.Time) {
+	if now.After(jr.segStart) {
+		jr.segDone += time.Duration(float64(now.Sub(jr.segStart)) / jr.slow * jr.frac)
+		jr.segStart = now
+	}
+	jr.frac = podShare(jr)
+	// A new epoch drops the finish (and wake) events of the old share.
+	jr.epoch++
+	r.scheduleFinish(jr)
+	if mr := jr.job.MaxRuntime; mr > 0 && jr.start.Add(mr).After(now) {
+		r.push(jr.start.Add(mr), evWake, r.byID[jr.job.ID])
 	}
 }
 
@@ -425,7 +490,12 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		r.res.Summary.JobsTerminated++
 		return nil
 	}
-	if !jr.started || len(jr.bound) >= jr.job.GangMin() {
+	if !jr.started {
+		return nil
+	}
+	if len(jr.bound) >= jr.job.GangMin() {
+		// Shrunk, still running: slower from now on.
+		r.resize(jr, now)
 		return nil
 	}
 	// The gang broke: everything still bound goes too, and the job restarts.
@@ -448,6 +518,9 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		r.res.Summary.GPUHoursLostConsolidation += lostHours
 	}
 	r.res.Summary.JobsRestarted++
+	if ev.Cause == engine.CauseMaxRuntime {
+		r.requeued++
+	}
 	jr.restarts++
 	jr.epoch++
 	jr.started = false
@@ -460,26 +533,27 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 // checkpoints saved (in runtime units) and the wall time thrown away.
 func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration) {
 	ran := now.Sub(jr.start)
-	overhead := time.Duration(0)
-	if jr.restarts > 0 {
-		overhead = jr.job.RestartOverhead
-	}
-	working := ran - overhead
-	if working <= 0 {
-		return 0, ran
-	}
-	slow := jr.slow
+	slow, frac := jr.slow, jr.frac
 	if slow <= 0 {
 		slow = 1
 	}
-	work := time.Duration(float64(working) / slow)
+	if frac <= 0 {
+		frac = 1
+	}
+	work := jr.segDone
+	if now.After(jr.segStart) {
+		work += time.Duration(float64(now.Sub(jr.segStart)) / slow * frac)
+	}
+	if work <= 0 {
+		return 0, ran
+	}
 	if ci := jr.job.CheckpointInterval; ci > 0 {
 		saved = work / ci * ci
 	}
 	if left := jr.job.Runtime - jr.workDone; jr.job.Runtime > 0 && saved > left {
 		saved = left
 	}
-	return saved, ran - time.Duration(float64(saved)*slow)
+	return saved, max(0, ran-time.Duration(float64(saved)*slow/frac))
 }
 
 // sortedRefs lists a job's bound pods in pod order.
