@@ -262,3 +262,25 @@ func compareProfiles(a, b string) int {
 	}
 	return strings.Compare(a, b)
 }
+
+// FreeMIGInstances counts the free instances of profile that can be bound
+// now (healthy GPUs of the models in mask, no re-partition pending) on
+// node n.
+func (s *State) FreeMIGInstances(n int, mask ModelMask, profile string) int {
+	if !s.hasMIG || s.unsched[n] {
+		return 0
+	}
+	t := 0
+	for f := s.gpuOff[n]; f < s.gpuOff[n+1]; f++ {
+		if !mask.Has(s.devModel[f]) || s.unhealth[f] || s.migPending[f] {
+			continue
+		}
+		used := s.migUsed[f]
+		for i, in := range s.migLayout[f] {
+			if used&(1<<uint(i)) == 0 && in.Profile == profile {
+				t++
+			}
+		}
+	}
+	return t
+}

@@ -193,19 +193,8 @@ func freeInstances(s *cluster.State, d cluster.DomainID, r *PodReq) int {
 	dom := s.Domain(d)
 	t := 0
 	for n := dom.Lo; n < dom.Hi; n++ {
-		if !s.Schedulable(n) || s.NodeModels(n)&r.Mask == 0 {
-			continue
-		}
-		for k := range s.Node(n).Devices {
-			if !r.Mask.Has(s.DeviceModel(n, k)) || !s.DeviceHealthy(n, k) || s.MIGPending(n, k) {
-				continue
-			}
-			used := s.MIGUsed(n, k)
-			for i, in := range s.MIGLayout(n, k) {
-				if in.Profile == r.MIGProfile && used&(1<<uint(i)) == 0 {
-					t++
-				}
-			}
+		if s.NodeModels(n)&r.Mask != 0 {
+			t += s.FreeMIGInstances(n, r.Mask, r.MIGProfile)
 		}
 	}
 	return t
