@@ -37,7 +37,7 @@ const (
 	perJobBudget         = 100
 	// DefaultCheckpointWait bounds how long a preemption may wait for its
 	// victims' next checkpoint (Config.CheckpointWait).
-	DefaultCheckpointWait = 10 * time.Minute
+	DefaultCheckpointWait = 20 * time.Minute
 	// consolidationTries caps the gangs a cycle tries to consolidate for:
 	// estimating the wait walks every running job of every domain.
 	consolidationTries = 16

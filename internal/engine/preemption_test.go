@@ -373,8 +373,9 @@ func TestPreemptionIsDeterministic(t *testing.T) {
 
 func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 	now := t0.Add(24 * time.Hour)
+	// The victim checkpoints every 30 minutes; corral waits at most 10.
 	cases := map[string]struct {
-		sinceCkpt time.Duration // the victim checkpoints every 30 minutes
+		sinceCkpt time.Duration
 		deferred  bool
 	}{
 		"next checkpoint in 5 minutes: wait for it":     {sinceCkpt: 25 * time.Minute, deferred: true},
@@ -392,7 +393,7 @@ func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 			}
 			running := []RunningJob{v.run(t, s, now)}
 			hi := build.Job("hi").Pods(2).GPUs(8).Priority(10).Obj()
-			p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+			p := New(Config{CheckpointWait: 10 * time.Minute}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
 			if got := len(p.Evictions) == 0; got != tc.deferred {
 				t.Fatalf("deferred = %v, want %v; evictions %v, pending %+v", got, tc.deferred, p.Evictions, p.Pending)
 			}
@@ -412,7 +413,7 @@ func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 			// At the retry the victim has checkpointed: it loses only its
 			// restart overhead.
 			running[0].LastCheckpoint = p.Retry.Add(-time.Second)
-			later := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: p.Retry})
+			later := New(Config{CheckpointWait: 10 * time.Minute}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: p.Retry})
 			if len(later.Evictions) != 1 || !outcomeOf(later, "hi").Placed {
 				t.Fatalf("at the retry: evictions %v, pending %+v", later.Evictions, later.Pending)
 			}
