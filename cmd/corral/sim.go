@@ -36,6 +36,9 @@ type simOptions struct {
 	out, jsonFile                             string
 	noProgress                                bool
 	maxRejections                             int
+	reservations, reservationsPerQueue        int
+	onMaxRuntime                              string
+	starveAfter                               time.Duration
 }
 
 func newSimCmd() *cobra.Command {
@@ -56,7 +59,7 @@ Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, te
           of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
 Policies: corral, spread, binpack; for preemption reports corral-newest (corral
           placing, victims chosen by lowest priority then newest, as peer
-          schedulers do, no consolidation) and corral-nomove (no consolidation).
+          schedulers do) and corral-consolidate (corral with consolidation moves).
 Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
            replay (submit and finish in time). The default is fgd for openb traces
            and replay otherwise.`,
@@ -80,6 +83,10 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
 	f.BoolVar(&o.noProgress, "no-progress", false, "do not draw progress bars")
 	f.IntVar(&o.maxRejections, "show-rejections", 5, "how many rejected jobs to list")
+	f.IntVar(&o.reservations, "reservations", 0, "corral: blocked jobs given a reservation per cycle (0: the engine default)")
+	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "corral: reservations per queue per cycle (0: the engine default)")
+	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
+	f.DurationVar(&o.starveAfter, "starve-after", 0, "corral: wait after which a job is reserved ahead of everything (0: the engine default, 24h; negative: off)")
 	return cmd
 }
 
@@ -129,6 +136,11 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 	if err != nil {
 		return err
 	}
+	switch engine.MaxRuntimeAction(o.onMaxRuntime) {
+	case "", engine.Terminate, engine.Requeue:
+	default:
+		return fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", o.onMaxRuntime)
+	}
 	spec, err := trace.LoadCluster(o.cluster)
 	if err != nil {
 		return err
@@ -164,7 +176,9 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime})
 		}
 		for _, pol := range policies {
-			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed}
+			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Backfill: engine.BackfillConfig{
+				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
+				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter}}
 			var bar *progressbar.ProgressBar
 			if progress {
 				bar = progressbar.NewOptions(100,

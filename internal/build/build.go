@@ -4,8 +4,6 @@ package build
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -57,14 +55,9 @@ func (b *NodeBuilder) MIG(geometry string, layouts ...mig.Layout) *NodeBuilder {
 
 // Lay parses "1g.10gb@0 2g.20gb@4" into a layout.
 func Lay(s string) mig.Layout {
-	l := mig.Layout{}
-	for _, f := range strings.Fields(s) {
-		at := strings.LastIndexByte(f, '@')
-		start, err := strconv.Atoi(f[at+1:])
-		if at < 0 || err != nil {
-			panic("bad instance " + f)
-		}
-		l = append(l, mig.Instance{Profile: f[:at], Start: start})
+	l, err := mig.ParseLayout(s)
+	if err != nil {
+		panic(err)
 	}
 	return l
 }
@@ -244,6 +237,12 @@ func (b *JobBuilder) Overhead(d time.Duration) *JobBuilder { b.j.RestartOverhead
 
 // Expected sets the expected runtime.
 func (b *JobBuilder) Expected(d time.Duration) *JobBuilder { b.j.ExpectedRuntime = d; return b }
+
+// MaxRuntime sets the runtime limit.
+func (b *JobBuilder) MaxRuntime(d time.Duration) *JobBuilder { b.j.MaxRuntime = d; return b }
+
+// Class sets the job class pools are held for.
+func (b *JobBuilder) Class(c string) *JobBuilder { b.j.Class = c; return b }
 
 // Obj returns the job.
 func (b *JobBuilder) Obj() *workload.Job {

@@ -40,6 +40,7 @@ func (l *layout) indexMIG() error {
 					d.Model, g.Name, geom.Name)
 			}
 			l.modelGeom[m] = &geom
+			l.migMask |= 1 << uint(m)
 			l.hasMIG = true
 		}
 	}
@@ -81,15 +82,7 @@ func (s *State) MIGGeometry(model int) *mig.Model {
 func (s *State) HasMIG() bool { return s.hasMIG }
 
 // MIGMask is the set of MIG models.
-func (s *State) MIGMask() ModelMask {
-	var m ModelMask
-	for i, g := range s.modelGeom {
-		if g != nil {
-			m |= 1 << uint(i)
-		}
-	}
-	return m
-}
+func (s *State) MIGMask() ModelMask { return s.migMask }
 
 // MIGLayout is the layout of device k of node n: the one it has now, or
 // the one a planned re-partition gives it (see MIGPending). Nil for non-MIG
@@ -156,31 +149,62 @@ func (s *State) SetMIGLayout(n, k int, l mig.Layout, pending bool) error {
 	return nil
 }
 
+// MIGRef names instance in of device k of node n compactly; ok is false
+// when the device is not a MIG GPU or its geometry lacks the profile.
+func (s *State) MIGRef(n, k int, in mig.Instance) (MIGRef, bool) {
+	if !s.hasMIG || in.Start < 0 || in.Start >= mig.MemorySlices {
+		return MIGRef{}, false
+	}
+	geom := s.modelGeom[s.devModel[s.gpuOff[n]+k]]
+	if geom == nil {
+		return MIGRef{}, false
+	}
+	for i := range geom.Profiles {
+		if geom.Profiles[i].Name == in.Profile {
+			return MIGRef{Profile: uint8(i + 1), Start: uint8(in.Start)}, true
+		}
+	}
+	return MIGRef{}, false
+}
+
+// MIGInstance is the instance a MIGRef of device k of node n names.
+func (s *State) MIGInstance(n, k int, r MIGRef) mig.Instance {
+	if !r.IsSet() || !s.hasMIG {
+		return mig.Instance{}
+	}
+	geom := s.modelGeom[s.devModel[s.gpuOff[n]+k]]
+	if geom == nil || int(r.Profile) > len(geom.Profiles) {
+		return mig.Instance{}
+	}
+	return mig.Instance{Profile: geom.Profiles[r.Profile-1].Name, Start: int(r.Start)}
+}
+
 // canHostMIG checks one device share against MIG: a MIG instance only on a
 // healthy MIG GPU, on a free instance of its layout; nothing else on a MIG
 // GPU.
 func (s *State) canHostMIG(n int, d DeviceShare) error {
 	node := &s.nodes[n]
 	dev := &node.Devices[d.Device]
-	if d.MIG.Profile == "" {
+	if !d.MIG.IsSet() {
 		if dev.MIG != "" {
 			return fmt.Errorf("node %s device %s runs MIG: only MIG instances can be taken from it", node.Name, dev.ID)
 		}
 		return nil
 	}
 	if dev.MIG == "" {
-		return fmt.Errorf("node %s device %s does not run MIG: no instance %s", node.Name, dev.ID, d.MIG)
+		return fmt.Errorf("node %s device %s does not run MIG: no MIG instance can be taken from it", node.Name, dev.ID)
 	}
 	f := s.gpuOff[n] + d.Device
 	if s.unhealth[f] {
 		return fmt.Errorf("node %s device %s has failed", node.Name, dev.ID)
 	}
-	i := slices.Index(s.migLayout[f], d.MIG)
+	in := s.MIGInstance(n, d.Device, d.MIG)
+	i := slices.Index(s.migLayout[f], in)
 	if i < 0 {
-		return fmt.Errorf("node %s device %s has no MIG instance %s (layout %s)", node.Name, dev.ID, d.MIG, s.migLayout[f])
+		return fmt.Errorf("node %s device %s has no MIG instance %s (layout %s)", node.Name, dev.ID, in, s.migLayout[f])
 	}
 	if s.migUsed[f]&(1<<uint(i)) != 0 {
-		return fmt.Errorf("node %s device %s: MIG instance %s is in use", node.Name, dev.ID, d.MIG)
+		return fmt.Errorf("node %s device %s: MIG instance %s is in use", node.Name, dev.ID, in)
 	}
 	return nil
 }
@@ -189,7 +213,7 @@ func (s *State) canHostMIG(n int, d DeviceShare) error {
 // free milli from the compute slices of the instances in use.
 func (s *State) takeMIG(n int, d DeviceShare, take bool) {
 	f := s.gpuOff[n] + d.Device
-	i := slices.Index(s.migLayout[f], d.MIG)
+	i := slices.Index(s.migLayout[f], s.MIGInstance(n, d.Device, d.MIG))
 	if i < 0 {
 		return
 	}

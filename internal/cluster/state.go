@@ -25,11 +25,23 @@ type Domain struct {
 type DeviceShare struct {
 	Device int // index into Node.Devices
 	Milli  int32
-	// MIG is the instance taken on a MIG GPU (Profile "" for none). The
-	// device's free milli then follows the compute slices of its instances
-	// in use, and Milli only reports this instance's share.
-	MIG mig.Instance
+	// MIG is the instance taken on a MIG GPU (zero for none). The device's
+	// free milli then follows the compute slices of its instances in use,
+	// and Milli only reports this instance's share.
+	MIG MIGRef
 }
+
+// MIGRef names a MIG instance of one device without pointers, so that
+// allocations stay cheap to copy and to scan: Profile is 1 + the index of
+// the profile in the device's geometry (0: no instance), Start its start.
+// State.MIGRef and State.MIGInstance convert.
+type MIGRef struct {
+	Profile uint8
+	Start   uint8
+}
+
+// IsSet reports whether the share is a MIG instance.
+func (r MIGRef) IsSet() bool { return r.Profile != 0 }
 
 // Alloc is what one pod holds on one node.
 type Alloc struct {
@@ -82,6 +94,7 @@ type layout struct {
 	// MIG: geometry of each model (nil for non-MIG models); hasMIG gates
 	// the per-device MIG arrays of State so clusters without MIG pay nothing.
 	modelGeom []*mig.Model
+	migMask   ModelMask
 	hasMIG    bool
 }
 
@@ -372,7 +385,7 @@ func (s *State) CanHost(n int, a Alloc) error {
 		if err := s.canHostMIG(n, d); err != nil {
 			return err
 		}
-		if d.MIG.Profile != "" {
+		if d.MIG.IsSet() {
 			continue
 		}
 		if d.Milli <= 0 || d.Milli > s.gpuFree[s.gpuOff[n]+d.Device] {
@@ -392,7 +405,7 @@ func (s *State) Allocate(n int, a Alloc) error {
 	s.freeCPU[n] -= a.CPUMilli
 	s.freeMem[n] -= a.MemMiB
 	for _, d := range a.Devices {
-		if d.MIG.Profile != "" {
+		if d.MIG.IsSet() {
 			s.takeMIG(n, d, true)
 			continue
 		}
@@ -409,7 +422,7 @@ func (s *State) Release(n int, a Alloc) {
 	s.freeCPU[n] += a.CPUMilli
 	s.freeMem[n] += a.MemMiB
 	for _, d := range a.Devices {
-		if d.MIG.Profile != "" {
+		if d.MIG.IsSet() {
 			s.takeMIG(n, d, false)
 			continue
 		}

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -128,6 +130,73 @@ func BenchmarkPlaceOne(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					e.Cycle(snap)
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkCycleQueuesPreempt measures a cycle with three queues (each
+// guaranteed a quarter, reclaim on) on a cluster three quarters full of
+// preemptible whole-node jobs of two queues, with a tenth of the waiting
+// jobs at a higher priority: ordering, limits, preemption and reclaim all
+// work in the same cycle.
+func BenchmarkCycleQueuesPreempt(b *testing.B) {
+	for _, sz := range []struct {
+		name          string
+		blocks, racks int
+	}{{"1k-nodes", 4, 16}, {"5k-nodes", 8, 40}} {
+		var nodes []cluster.Node
+		for bl := 0; bl < sz.blocks; bl++ {
+			for r := 0; r < sz.racks; r++ {
+				rack := fmt.Sprintf("b%d-r%d", bl, r)
+				nodes = append(nodes, build.Node().Name(rack+"-n").Block(fmt.Sprintf("b%d", bl)).Rack(rack).Times(16)...)
+			}
+		}
+		s := build.State(build.Topo("block", "rack"), nodes)
+		rng := rand.New(rand.NewPCG(3, 3))
+		now := t0.Add(48 * time.Hour)
+		var running []RunningJob
+		for n := 0; n < s.NumNodes(); n++ {
+			if rng.IntN(4) == 0 {
+				continue
+			}
+			q := []string{"team-a", "team-b"}[n%2]
+			j := build.Job(fmt.Sprintf("run%05d", n)).Queue(q).GPUs(8).Preemptible().Checkpoint(30 * time.Minute).Obj()
+			a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
+			for k := 0; k < 8; k++ {
+				a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+			}
+			if err := s.Allocate(n, a); err != nil {
+				b.Fatal(err)
+			}
+			running = append(running, RunningJob{Job: j, Start: now.Add(-time.Duration(1+rng.IntN(600)) * time.Minute),
+				Pods: []PodBind{{Pod: workload.PodRef{Job: j.ID}, Node: s.Node(n).Name, NodeIndex: n, Alloc: a}}})
+		}
+		jobs := benchJobs(5000, 2)
+		for i, pj := range jobs {
+			pj.Job.Queue = []string{"team-a", "team-b", "team-c"}[i%3]
+			if i%10 == 0 {
+				pj.Job.Priority = 100
+			}
+		}
+		quarter := int64(s.NumNodes()*8/4) * workload.MilliPerGPU
+		var qs []queue.Spec
+		for _, name := range []string{"team-a", "team-b", "team-c"} {
+			qs = append(qs, queue.Spec{Name: name, Guarantee: queue.Amounts{queue.GPU("H100"): quarter}, Reclaim: true})
+		}
+		snap := &Snapshot{State: s, Pending: jobs, Running: running, Queues: qs, Mix: mixOf(jobs), Now: now}
+		for _, pre := range []Preemption{PreemptLeastLost, PreemptOff} {
+			b.Run(sz.name+"/5000-pods/"+string(pre), func(b *testing.B) {
+				e := New(Config{Policy: Corral, Preemption: pre})
+				var p Plan
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					p = e.Cycle(snap)
+				}
+				b.ReportMetric(5000*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+				b.ReportMetric(float64(p.Stats.PodsPlaced), "placed")
+				b.ReportMetric(float64(len(p.Evictions)), "evictions")
+				b.ReportMetric(float64(p.Stats.PreemptEvaluations), "evaluations")
 			})
 		}
 	}

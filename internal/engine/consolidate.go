@@ -25,7 +25,7 @@ import (
 // GPUs × that wait, in GPU-seconds; the move costs the moved jobs' restart
 // costs (GPUs × time since their last checkpoint + restart overhead).
 func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.Result, []Eviction, string) {
-	if gang.Required < 0 || len(gang.Pods) < 2 {
+	if gang.Required < 0 || len(gang.Pods) < 2 || m.consolidates >= consolidationTries || m.budget <= 0 {
 		return placement.Result{}, nil, ""
 	}
 	var mask cluster.ModelMask
@@ -39,6 +39,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 	if size == 0 || m.view.DomainFreeMilli(0, mask) < size {
 		return placement.Result{}, nil, "" // too few free GPUs in total: not a matter of scattering
 	}
+	m.consolidates++
 	wait, ok := m.expectedWait(gang.Required, mask, size)
 	if !ok {
 		return placement.Result{}, nil, "consolidation: no estimate of when a domain would free up (no expected runtimes)"

@@ -24,28 +24,39 @@ const (
 	Spread Policy = "spread"
 	// Binpack: pod by pod onto the fullest node that fits (best fit); no gangs.
 	Binpack Policy = "binpack"
+	// FIFO: corral in strict order: once a job is blocked, every job behind
+	// it waits too (head-of-line blocking, no backfill). Same placement,
+	// queues and preemption as corral; no reservations, pools or growth.
+	FIFO Policy = "fifo"
+	// Greedy: corral where any job that fits starts and a blocked job
+	// reserves nothing (corral before issue 6): big gangs can starve. Same
+	// placement, queues and preemption as corral; no pools or growth.
+	Greedy Policy = "greedy"
 )
 
 // CorralNewest is corral with the peers' preemption: victims by lowest
-// priority, then newest, and no consolidation. It is the baseline for
+// priority, then newest, never waiting for checkpoints. It is the baseline for
 // preemption reports, not in Policies (default runs leave it out).
 const CorralNewest Policy = "corral-newest"
 
-// CorralNoMove is corral without consolidation moves: an ablation for
-// preemption reports.
-const CorralNoMove Policy = "corral-nomove"
+// CorralConsolidate is corral with consolidation moves on
+// (Config.Consolidate).
+const CorralConsolidate Policy = "corral-consolidate"
 
 // Policies lists every policy in report order.
-var Policies = []Policy{Corral, Spread, Binpack}
+var Policies = []Policy{Corral, Spread, Binpack, FIFO, Greedy}
+
+// gangs reports whether the policy places whole gangs with corral's search.
+func (p Policy) gangs() bool { return p == Corral || p == FIFO || p == Greedy }
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range append(Policies, CorralNewest, CorralNoMove) {
+	for _, p := range append(Policies, CorralNewest, CorralConsolidate) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, corral-newest, corral-nomove)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy, corral-newest, corral-consolidate)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -88,9 +99,16 @@ type Config struct {
 	// PreemptBudget caps the placements one cycle tries while searching
 	// for victims; zero means DefaultPreemptBudget.
 	PreemptBudget int
-	// NoConsolidation turns consolidation moves off (preemption and
-	// reclaim stay).
-	NoConsolidation bool
+	// Consolidate turns consolidation moves on. Off by default: in the
+	// simulator benchmark (docs/benchmarks.md) the moves threw away more
+	// work than the gangs' earlier starts were worth.
+	Consolidate bool
+	// CheckpointWait is how long a preemption may wait for its victims'
+	// next checkpoint (least-lost only); zero means DefaultCheckpointWait,
+	// negative never waits.
+	CheckpointWait time.Duration
+	// Backfill tunes reservations and runtime limits.
+	Backfill BackfillConfig
 }
 
 // Engine runs cycles. Besides configuration it keeps only a memo of a pure
@@ -115,8 +133,8 @@ func New(cfg Config) *Engine {
 	switch cfg.Policy {
 	case CorralNewest:
 		cfg.Policy, cfg.Preemption = Corral, PreemptNewest
-	case CorralNoMove:
-		cfg.Policy, cfg.NoConsolidation = Corral, true
+	case CorralConsolidate:
+		cfg.Policy, cfg.Consolidate = Corral, true
 	}
 	if cfg.Preemption == "" {
 		cfg.Preemption = PreemptLeastLost
@@ -136,7 +154,7 @@ func (e *Engine) Policy() Policy { return e.name }
 //     pod), against the running view so nothing is booked twice, within its
 //     queue's limits,
 //  4. makes room for a job that only waits for capacity by preempting,
-//     reclaiming or consolidating running jobs (corral only),
+//     reclaiming or (opt-in) consolidating running jobs (corral only),
 //  5. explains every job left waiting and reports the queues.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	view := s.State.Clone()
@@ -157,18 +175,37 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	}
 	placer := placement.NewPlacer(view, scorer, devices)
 	var plan Plan
+	// Backfill step (issue 6), before anything is placed: jobs past their
+	// max runtime leave, and the pools held for job classes are resolved.
+	bf := newBackfiller(e.cfg.Backfill, e.cfg.Policy, s, view)
+	bf.enforceMaxRuntime(&plan)
+	bf.resolvePools(&plan)
 	failed := map[string]Reason{}
 	// Queues (issue 5): resolve every job's leaf queue, usage, demand and
 	// fair shares; nil without queues. Jobs their queue refuses wait here.
 	qs := e.newQueueState(s, view)
-	var order jobOrder = &fixedOrder{idx: e.cfg.Orderer.Order(s)}
+	static := e.cfg.Orderer.Order(s)
+	var order jobOrder = &fixedOrder{idx: static}
 	if qs != nil {
 		order = qs
 		plan.Pending = append(plan.Pending, qs.refusedPending(s)...)
 		plan.Stats.JobsConsidered += len(qs.refused)
+		admitted := static[:0:0]
+		for _, i := range static {
+			if _, no := qs.refused[i]; !no {
+				admitted = append(admitted, i)
+			}
+		}
+		static = admitted
 	}
 	// Preemption (issue 5): nil when nothing may be evicted.
 	room := e.newRoomMaker(s, view, placer, scorer, devices, qs, &plan.Stats)
+	// Backfill step: preemption and backfill never evict one job twice.
+	bf.attach(room)
+	// Backfill step (issue 6): the oldest job waiting past the starvation age
+	// gets a reservation before anything is placed, so that no job, whatever
+	// its priority or queue, takes its room unless it ends first.
+	bf.reserveStarved(static, &plan)
 	for i, more := order.next(); more; i, more = order.next() {
 		pj := s.Pending[i]
 		plan.Stats.JobsConsidered++
@@ -178,10 +215,15 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
-		if e.cfg.Policy != Corral {
+		if !e.cfg.Policy.gangs() {
 			n := len(plan.Binds)
 			e.podByPod(placer, pj, pods, &plan)
 			qs.boundBinds(leaf, view, plan.Binds[n:])
+			continue
+		}
+		// Backfill step: under strict FIFO nobody passes a blocked head.
+		if r, blocked := bf.fifoBlocked(); blocked {
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
 		gang, reason, ok := gangOf(view, pj.Job, pods)
@@ -209,7 +251,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
 			continue
 		}
-		key := shapeKey(gang) + room.shapeSuffix(pj.Job, leaf)
+		// Backfill step: hold the reserved nodes this job cannot leave in
+		// time and the pools it may not use.
+		key := shapeKey(gang) + room.shapeSuffix(pj.Job, leaf) + "#" + bf.admit(pj.Job)
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: an identical gang fails too.
 			plan.Stats.ShapeCacheHits++
@@ -230,6 +274,15 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		if res.Failure != nil && view.HasMIG() && planMIG(placer, pj.Job.ID, gang, s.Mix, &plan) {
 			continue
 		}
+		if res.Failure != nil && res.Failure.Verdict == placement.WaitFree {
+			// Backfill step, before any preemption: take back pods elastic
+			// jobs hold above their minimum, then pools backfilled by others.
+			if r2, ok := bf.shrinkFor(placer, pj.Job, gang, &plan); ok {
+				res = r2
+			} else if r2, ok := bf.reclaimPool(placer, pj.Job, gang, &plan); ok {
+				res = r2
+			}
+		}
 		var evictions []Eviction
 		if res.Failure != nil {
 			// Preemption, reclaim, consolidation (issue 5): on success the
@@ -245,7 +298,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
 				Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
 			failed[key] = r
-			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
+			// Backfill step: a blocked head job gets a reservation (corral)
+			// or stops everyone behind it (fifo).
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: bf.blocked(pj.Job, gang, r, &plan)})
 			continue
 		}
 		// Queue limit, once the GPU models are known (issue 5).
@@ -257,13 +312,23 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		qs.bound(leaf, view, res.Assignments)
 		plan.Evictions = append(plan.Evictions, evictions...)
 		placer.Commit()
-		plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
+		gb := bindOf(view, pj.Job.ID, res)
+		plan.Binds = append(plan.Binds, gb)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
+		bf.placed(pj.Job, gb, &plan)
 	}
 	// Queue status (issue 5): every queue's standing after the cycle.
 	if qs != nil {
 		plan.Queues = qs.statuses(s, view, plan.Pending)
+	}
+	// Backfill step: elastic jobs grow into capacity nobody waits for; then
+	// every hold is lifted.
+	bf.grow(placer, &plan)
+	bf.finish()
+	// Preemption (issue 5): when a deferred preemption should be looked at.
+	if room != nil {
+		plan.Retry = room.retry
 	}
 	return plan
 }

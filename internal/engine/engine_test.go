@@ -406,3 +406,26 @@ func TestPartlyBoundGangThatCanNeverFitIsReported(t *testing.T) {
 		t.Fatalf("want the whole gang reported as never fitting, got %+v", plan)
 	}
 }
+
+func TestDeviceFiltersAreNotOneShape(t *testing.T) {
+	// Two jobs of one shape whose DRA filters allow different devices: the
+	// first cannot fit (its device is taken), which must not fail the second
+	// through the cycle's failed-shape cache.
+	s := build.State(build.Topo(), []cluster.Node{build.Node().Name("dra").Model(placement.DRAModelPrefix + "H100").Obj()})
+	if err := s.Allocate(0, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: 1000}}}); err != nil {
+		t.Fatal(err)
+	}
+	only := func(id, dev string) *workload.Job {
+		j := build.Job(id).Submit(map[string]int64{"gpu0": 1, "gpu5": 2}[dev]).Obj()
+		j.PodSets[0].Request.DRA = true
+		j.PodSets[0].Request.Devices = &workload.DeviceFilter{Key: dev, Groups: map[string][][]string{"dra": {{dev}}}}
+		return j
+	}
+	plan := cycle(s, Corral, only("first", "gpu0"), only("second", "gpu5"))
+	if got := outcomeOf(plan, "first"); got.Placed || got.Verdict != placement.WaitFree {
+		t.Errorf("first (its one device taken): %+v", got)
+	}
+	if got := outcomeOf(plan, "second"); !got.Placed {
+		t.Errorf("second (its device free): %+v, plan %+v", got, plan.Pending)
+	}
+}

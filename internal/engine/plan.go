@@ -7,6 +7,7 @@ package engine
 import (
 	"time"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/placement"
@@ -47,6 +48,12 @@ type Snapshot struct {
 	// Mix is the expected workload, used to keep capacity useful for it.
 	Mix placement.Mix
 	Now time.Time
+	// Pools is capacity held for classes of jobs (issue 6); invalid pools
+	// are left out and named in Plan.PoolProblems.
+	Pools []backfill.Pool
+	// Runtimes is the history of completed runtimes the driver keeps, for
+	// estimates of jobs that declare none; nil means no history.
+	Runtimes *backfill.History
 }
 
 // PodBind puts one pod on a node with specific devices.
@@ -121,6 +128,25 @@ type Eviction struct {
 	// LostGPUSeconds is the work thrown away: GPUs × time since the last
 	// checkpoint, plus the restart overhead.
 	LostGPUSeconds float64
+	// Terminal says the job must not run again (a job stopped at its max
+	// runtime under the Terminate policy): drivers end it instead of
+	// returning it to pending.
+	Terminal bool
+}
+
+// Reservation holds capacity for a blocked head job until it is expected to
+// fit: only jobs expected to end before Start may use the reserved nodes
+// meanwhile (EASY backfill). The engine recomputes reservations every cycle.
+type Reservation struct {
+	Job workload.JobID
+	// Level and Domain name the topology domain the job is expected to
+	// start in ("cluster" when it spans several top-level domains).
+	Level  string
+	Domain string
+	// Nodes are the reserved nodes, in topology order.
+	Nodes []string
+	// Start is when the running jobs in the way are expected to have ended.
+	Start time.Time
 }
 
 // Repartition re-partitions one idle MIG GPU into Layout, for the node's MIG
@@ -145,10 +171,18 @@ type Plan struct {
 	// Repartitions come before binds: no bind of the same plan uses them.
 	Repartitions []Repartition
 	Binds        []GangBind
+	// Reservations are the holds for blocked head jobs this cycle made.
+	Reservations []Reservation
 	Pending      []Pending
 	// Queues reports each queue's standing after the cycle, in tree order.
 	Queues []QueueStatus
 	Stats  CycleStats
+	// PoolProblems names pools of the snapshot left out as invalid.
+	PoolProblems []string
+	// Retry, when set, is a time at which a cycle may decide differently
+	// without any new event (a preemption deferred to its victims' next
+	// checkpoint). Drivers that run cycles only on events run one then.
+	Retry time.Time
 }
 
 // QueueStatus is one queue's standing, for its status and metrics.
@@ -175,6 +209,16 @@ type CycleStats struct {
 	PreemptSearches    int
 	PreemptEvaluations int
 	PreemptGaveUp      int
+	PreemptDeferred    int // preemptions held back for the victims' next checkpoint
 	Evictions          int
 	Consolidations     int
+
+	// Backfilled counts jobs placed on reserved nodes because they are
+	// expected to end before the reservation starts.
+	Backfilled int
+	// StarvedReservations counts reservations made for a job waiting past
+	// the starvation age, ahead of every placement.
+	StarvedReservations int
+	// PodsGrown counts pods added to running elastic jobs.
+	PodsGrown int
 }

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
@@ -31,8 +33,14 @@ const (
 // for victims, across all its waiting jobs; a single job gets at most
 // perJobBudget of them.
 const (
-	DefaultPreemptBudget = 2000
-	perJobBudget         = 300
+	DefaultPreemptBudget = 500
+	perJobBudget         = 100
+	// DefaultCheckpointWait bounds how long a preemption may wait for its
+	// victims' next checkpoint (Config.CheckpointWait).
+	DefaultCheckpointWait = 10 * time.Minute
+	// consolidationTries caps the gangs a cycle tries to consolidate for:
+	// estimating the wait walks every running job of every domain.
+	consolidationTries = 16
 )
 
 // roomMaker makes room for jobs that did not fit, one cycle long. It keeps
@@ -49,11 +57,22 @@ type roomMaker struct {
 	gone    map[workload.JobID]bool
 	budget  int
 	stats   *CycleStats
+	// minPrio is the lowest priority among running jobs that may be
+	// evicted at all: a job at or below it can only reclaim, and most
+	// waiting jobs are turned away here in O(1).
+	minPrio      int32
+	consolidates int
+	// evictable marks the running jobs neither protected nor empty;
+	// unitsOf caches each one's units (costs do not change within a cycle).
+	evictable []bool
+	unitsOf   map[int][]preempt.Unit
+	// retry is when a deferred preemption should be looked at again.
+	retry time.Time
 }
 
 func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placement.Placer, scorer placement.Scorer,
 	devices placement.DeviceOrder, qs *queueState, stats *CycleStats) *roomMaker {
-	if e.cfg.Policy != Corral || e.cfg.Preemption == PreemptOff || len(s.Running) == 0 {
+	if !e.cfg.Policy.gangs() || e.cfg.Preemption == PreemptOff || len(s.Running) == 0 {
 		return nil
 	}
 	running := append([]RunningJob(nil), s.Running...)
@@ -62,8 +81,19 @@ func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placemen
 	if budget <= 0 {
 		budget = DefaultPreemptBudget
 	}
-	return &roomMaker{e: e, s: s, view: view, placer: placer, scorer: scorer, devices: devices, qs: qs,
-		running: running, gone: map[workload.JobID]bool{}, budget: budget, stats: stats}
+	m := &roomMaker{e: e, s: s, view: view, placer: placer, scorer: scorer, devices: devices, qs: qs,
+		running: running, gone: map[workload.JobID]bool{}, budget: budget, stats: stats, minPrio: math.MaxInt32,
+		evictable: make([]bool, len(running)), unitsOf: map[int][]preempt.Unit{}}
+	for i, rj := range running {
+		if len(rj.Pods) > 0 && preempt.Protected(rj.Job, RunFor(rj, s.Now)) == "" {
+			m.evictable[i] = true
+			m.minPrio = min(m.minPrio, rj.Job.Priority)
+		}
+	}
+	if m.minPrio == math.MaxInt32 {
+		return nil // nothing may be evicted this cycle
+	}
+	return m
 }
 
 // shapeSuffix keeps the failed-shape cache honest: with preemption, two
@@ -88,7 +118,7 @@ func (m *roomMaker) makeRoom(pj PendingJob, leaf string, gang placement.Gang, f 
 	if res.Failure == nil && len(res.Assignments) > 0 {
 		return res, evs, ""
 	}
-	if m.e.cfg.Preemption == PreemptNewest || m.e.cfg.NoConsolidation {
+	if m.e.cfg.Preemption == PreemptNewest || !m.e.cfg.Consolidate {
 		return placement.Result{}, nil, why
 	}
 	res, evs, cwhy := m.consolidate(pj, gang)
@@ -118,7 +148,25 @@ func (m *roomMaker) standing(j *workload.Job, leaf string) preempt.Standing {
 
 // units turns a running job into evictable units: the whole job, or for an
 // elastic job running above its minimum, its extra pods and then the rest.
-func (m *roomMaker) units(rj RunningJob, out []preempt.Unit, kind []preempt.Kind, k preempt.Kind) ([]preempt.Unit, []preempt.Kind) {
+func (m *roomMaker) units(i int, out []preempt.Unit, kind []preempt.Kind, k preempt.Kind) ([]preempt.Unit, []preempt.Kind) {
+	us, ok := m.unitsOf[i]
+	if !ok {
+		us = m.unitsOfJob(m.running[i])
+		m.unitsOf[i] = us
+	}
+	base := len(out)
+	for _, u := range us {
+		if u.Needs >= 0 {
+			u.Needs += base
+		}
+		out = append(out, u)
+		kind = append(kind, k)
+	}
+	return out, kind
+}
+
+// unitsOfJob builds a job's units with Needs relative to the first.
+func (m *roomMaker) unitsOfJob(rj RunningJob) []preempt.Unit {
 	pods := append([]PodBind(nil), rj.Pods...)
 	sort.Slice(pods, func(a, b int) bool {
 		if pods[a].Pod.PodSet != pods[b].Pod.PodSet {
@@ -144,26 +192,34 @@ func (m *roomMaker) units(rj RunningJob, out []preempt.Unit, kind []preempt.Kind
 	base := preempt.Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1}
 	if gm := rj.Job.GangMin(); gm < len(pods) && gm > 0 {
 		extra, keep := pods[gm:], pods[:gm]
-		u := base
+		u, v := base, base
 		u.Pods, u.Cost = conv(extra), RestartCost(rj, refs(extra), m.s.Now)
-		out = append(out, u)
-		kind = append(kind, k)
-		u = base
-		u.Pods, u.Cost, u.Needs = conv(keep), max(0, whole-out[len(out)-1].Cost), len(out)-1
-		return append(out, u), append(kind, k)
+		v.Pods, v.Cost, v.Needs = conv(keep), max(0, whole-u.Cost), 0
+		return []preempt.Unit{u, v}
 	}
 	u := base
 	u.Pods, u.Cost = conv(pods), whole
-	return append(out, u), append(kind, k)
+	return []preempt.Unit{u}
 }
 
 // preempt evicts by priority inside the queue and reclaims across queues.
 func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, charge queue.Amounts) (placement.Result, []Eviction, string) {
 	me := m.standing(pj.Job, leaf)
+	if pj.Job.Priority <= m.minPrio && !me.Reclaim {
+		return placement.Result{}, nil, "" // no lower priority to preempt, no right to reclaim
+	}
+	m.budget-- // a scan of the running jobs costs like a placement tried
 	var units []preempt.Unit
 	var kinds []preempt.Kind
-	for _, rj := range m.running {
-		if m.gone[rj.Job.ID] || len(rj.Pods) == 0 || preempt.Protected(rj.Job, RunFor(rj, m.s.Now)) != "" {
+	// The rules look at a victim's queue and priority only: one answer per
+	// pair serves every running job that shares it.
+	type side struct {
+		leaf string
+		prio int32
+	}
+	kindOf := map[side]preempt.Kind{}
+	for i, rj := range m.running {
+		if m.gone[rj.Job.ID] || !m.evictable[i] {
 			continue
 		}
 		vleaf := ""
@@ -174,11 +230,16 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 			}
 			vleaf = l
 		}
-		k := preempt.Eligible(me, charge, m.standing(rj.Job, vleaf))
+		key := side{vleaf, rj.Job.Priority}
+		k, seen := kindOf[key]
+		if !seen {
+			k = preempt.Eligible(me, charge, m.standing(rj.Job, vleaf))
+			kindOf[key] = k
+		}
 		if k == preempt.NotAllowed {
 			continue
 		}
-		units, kinds = m.units(rj, units, kinds, k)
+		units, kinds = m.units(i, units, kinds, k)
 	}
 	if len(units) == 0 {
 		return placement.Result{}, nil, ""
@@ -192,12 +253,75 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 	if !r.Found {
 		return placement.Result{}, nil, "preemption: " + r.Why
 	}
+	if strategy == preempt.LeastLost {
+		if why := m.deferToCheckpoint(units, r.Victims); why != "" {
+			return placement.Result{}, nil, why
+		}
+	}
 	return m.apply(pj, leaf, gang, units, r, func(u int) EvictionCause {
 		if kinds[u] == preempt.ByReclaim {
 			return CauseReclaim
 		}
 		return CausePreempt
 	})
+}
+
+// deferToCheckpoint holds a preemption back when every victim is about to
+// checkpoint: evicting right after the checkpoint throws away only the
+// restart overhead, and the victims keep working meanwhile, so waiting
+// costs no GPU time, only the waiting job's latency, bounded by
+// Config.CheckpointWait. A victim that does not checkpoint, or whose
+// checkpoint is overdue by more than a quarter of the wait, is evicted now.
+// It returns the reason the job waits, and books when to look again.
+func (m *roomMaker) deferToCheckpoint(units []preempt.Unit, victims []int) string {
+	wait := m.e.cfg.CheckpointWait
+	if wait == 0 {
+		wait = DefaultCheckpointWait
+	}
+	if wait < 0 {
+		return ""
+	}
+	grace := wait / 4
+	var latest time.Time
+	var saved float64
+	jobs := map[workload.JobID]bool{}
+	for _, u := range victims {
+		jobs[units[u].Job] = true
+	}
+	for _, rj := range m.running {
+		if !jobs[rj.Job.ID] {
+			continue
+		}
+		ci := rj.Job.CheckpointInterval
+		if ci <= 0 {
+			return ""
+		}
+		last := LastCheckpoint(rj, m.s.Now)
+		next := last.Add(ci)
+		if last.Equal(rj.Start) {
+			next = rj.Start.Add(rj.Job.RestartOverhead + ci)
+		}
+		if next.Sub(m.s.Now) > wait || m.s.Now.Sub(next) > grace {
+			return ""
+		}
+		if next.After(latest) {
+			latest = next
+		}
+		saved += RestartCost(rj, nil, m.s.Now) - RestartCost(RunningJob{Job: rj.Job, Pods: rj.Pods, Start: rj.Start, LastCheckpoint: m.s.Now}, nil, m.s.Now)
+	}
+	if saved <= 0 {
+		return ""
+	}
+	retry := latest.Add(time.Second)
+	if !retry.After(m.s.Now) {
+		retry = m.s.Now.Add(grace / 2) // the checkpoint is late: look again soon
+	}
+	if m.retry.IsZero() || retry.Before(m.retry) {
+		m.retry = retry
+	}
+	m.stats.PreemptDeferred++
+	return fmt.Sprintf("preemption deferred until %s, when its victims checkpoint (saves %.2f GPU-hours)",
+		retry.UTC().Format(time.RFC3339), saved/3600)
 }
 
 // reclaimKeeps vets a set of victims queue by queue (preempt.Keeps), so

@@ -77,7 +77,7 @@ func reasonOf(p Plan, id workload.JobID) Reason {
 func jobs(q string, n, pods int) []*workload.Job {
 	var out []*workload.Job
 	for i := 0; i < n; i++ {
-		out = append(out, build.Job(fmt.Sprintf("%s-%02d", q, i)).Queue(q).Pods(pods).GPUs(8).Submit(int64(i)).Obj())
+		out = append(out, build.Job(fmt.Sprintf("%s-%02d", q, i)).Queue(q).Pods(pods).GPUs(8).Submit(t0.Unix()+int64(i)).Obj())
 	}
 	return out
 }

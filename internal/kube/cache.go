@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	dracel "k8s.io/dynamic-resource-allocation/cel"
 	"sort"
 	"sync"
 	"time"
@@ -64,8 +63,9 @@ type Cache struct {
 	podGroupGVR schema.GroupVersionResource
 
 	wake chan struct{}
-	// cel keeps compiled DRA selectors by expression text across cycles.
-	cel *dracel.Cache
+	// cel keeps compiled DRA selectors by expression text, and their
+	// verdicts on devices, across cycles.
+	cel *selectorCache
 
 	mu      sync.Mutex
 	assumed map[string]assumedPod // pod UID -> binding in flight

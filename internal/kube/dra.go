@@ -1,15 +1,12 @@
 package kube
 
 import (
-	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	dracel "k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/workload"
@@ -22,23 +19,10 @@ import (
 // claim's matchAttribute constraints). The engine still chooses the node and
 // the devices inside a set, by topology and gang as for any GPU.
 
-// celCacheSize bounds the compiled selectors kept: expressions come from a
-// few DeviceClasses and claim templates, so a small LRU holds them all.
-const celCacheSize = 512
-
-// newCELCache compiles each expression once and keeps it by its text, in
-// the environment for stored expressions, as kube-scheduler does. Consumable
-// capacity (beta, on in 1.36) is in it; list-type attributes (alpha) are
-// not, because corral reads scalar attributes only: a selector that treats
-// an attribute as a list (accepted by an API server with that gate on) is
-// reported as not compiling.
-func newCELCache() *dracel.Cache {
-	return dracel.NewCache(celCacheSize, dracel.Features{EnableConsumableCapacity: true})
-}
-
 // draDevice is one device of the configured driver as the allocator sees it.
 type draDevice struct {
 	node, pool string
+	slice      string // the slice's identity and version, for the verdict memo
 	dev        *resourcev1.Device
 }
 
@@ -48,7 +32,7 @@ type draDevice struct {
 // shared between gangs bound in parallel, under mu.
 type draView struct {
 	driver string
-	cel    *dracel.Cache
+	cel    *selectorCache
 	// byNode lists each node's devices in name order.
 	byNode map[string][]draDevice
 	nodes  []string
@@ -60,6 +44,7 @@ type draView struct {
 
 	filters map[string]filterResult // by filterKey: evaluated once a cycle
 	taken   map[string]int          // alternative key -> pods given it this cycle
+	rooms   map[string]int          // alternative key -> pods the free devices serve
 	plans   map[string][]claimPlan  // pod UID -> how its devices fill its claims
 
 	mu sync.Mutex
@@ -74,11 +59,12 @@ type filterResult struct {
 
 // newDRAView reads the newest generation of each pool of the driver, and
 // takes from the shared counters what allocated devices consume.
-func newDRAView(driver string, celCache *dracel.Cache, slices []*resourcev1.ResourceSlice,
+func newDRAView(driver string, celCache *selectorCache, slices []*resourcev1.ResourceSlice,
 	allocated map[string]bool, classes func(string) (*resourcev1.DeviceClass, bool)) *draView {
 	v := &draView{driver: driver, cel: celCache, byNode: map[string][]draDevice{}, classes: classes,
 		left: map[string]map[string]map[string]resource.Quantity{}, filters: map[string]filterResult{},
-		taken: map[string]int{}, plans: map[string][]claimPlan{}}
+		taken: map[string]int{}, rooms: map[string]int{}, plans: map[string][]claimPlan{}}
+	celCache.newCycle()
 	newest := map[string]int64{}
 	for _, s := range slices {
 		if s.Spec.Driver == driver && s.Spec.Pool.Generation > newest[s.Spec.Pool.Name] {
@@ -104,7 +90,8 @@ func newDRAView(driver string, celCache *dracel.Cache, slices []*resourcev1.Reso
 			continue // only node-local devices are GPUs of a node
 		}
 		for i := range s.Spec.Devices {
-			v.byNode[*s.Spec.NodeName] = append(v.byNode[*s.Spec.NodeName], draDevice{node: *s.Spec.NodeName, pool: pool, dev: &s.Spec.Devices[i]})
+			v.byNode[*s.Spec.NodeName] = append(v.byNode[*s.Spec.NodeName], draDevice{node: *s.Spec.NodeName, pool: pool,
+				slice: s.Name + "/" + string(s.UID) + "@" + s.ResourceVersion, dev: &s.Spec.Devices[i]})
 		}
 	}
 	for node, devs := range v.byNode {
@@ -213,349 +200,4 @@ func (v *draView) release(d draDevice) {
 			set[name] = q
 		}
 	}
-}
-
-// deviceRequest is one way to satisfy a claim request: the request itself
-// (exactly) or one of its firstAvailable subrequests.
-type deviceRequest struct {
-	result    string // the name allocation results carry: "req" or "req/sub"
-	class     string
-	selectors []resourcev1.DeviceSelector
-	all       bool
-	count     int
-}
-
-func exactRequest(name string, r *resourcev1.ExactDeviceRequest) deviceRequest {
-	return deviceRequest{result: name, class: r.DeviceClassName, selectors: r.Selectors,
-		all: r.AllocationMode == resourcev1.DeviceAllocationModeAll, count: int(max(r.Count, 1))}
-}
-
-func subRequest(name string, r *resourcev1.DeviceSubRequest) deviceRequest {
-	return deviceRequest{result: name + "/" + r.Name, class: r.DeviceClassName, selectors: r.Selectors,
-		all: r.AllocationMode == resourcev1.DeviceAllocationModeAll, count: int(max(r.Count, 1))}
-}
-
-// claimPart is how many of a pod's chosen devices go to one request result.
-type claimPart struct {
-	result string
-	count  int
-	all    bool // the rest of the devices
-}
-
-// claimPlan tells the binder how to write one claim's allocation.
-type claimPlan struct {
-	claim *resourcev1.ResourceClaim
-	parts []claimPart
-}
-
-// filterKey names what decides a request's eligible devices.
-func filterKey(r deviceRequest, match []string) string {
-	var b strings.Builder
-	b.WriteString(r.class)
-	for _, s := range r.selectors {
-		if s.CEL != nil {
-			b.WriteString("\x00")
-			b.WriteString(s.CEL.Expression)
-		}
-	}
-	fmt.Fprintf(&b, "\x01%s\x01%t", strings.Join(match, ","), r.all)
-	return b.String()
-}
-
-// filterFor evaluates the class's and the request's selectors on every
-// device, once a cycle per distinct request, and groups the matching devices
-// of each node by the values of the matchAttribute attributes.
-func (v *draView) filterFor(claim string, req deviceRequest, match []string) filterResult {
-	key := filterKey(req, match)
-	if f, ok := v.filters[key]; ok {
-		return f
-	}
-	res := v.evaluate(claim, req, match, key)
-	v.filters[key] = res
-	return res
-}
-
-func (v *draView) evaluate(claim string, req deviceRequest, match []string, key string) filterResult {
-	where := fmt.Sprintf("ResourceClaim %s request %q", claim, req.result)
-	class, ok := v.classes(req.class)
-	if !ok {
-		return filterResult{err: fmt.Errorf("%s: DeviceClass %q does not exist", where, req.class)}
-	}
-	type compiled struct {
-		expr string
-		res  dracel.CompilationResult
-	}
-	var progs []compiled
-	for i, s := range class.Spec.Selectors {
-		if s.CEL == nil {
-			continue
-		}
-		r := v.cel.GetOrCompile(s.CEL.Expression)
-		if r.Error != nil {
-			return filterResult{err: fmt.Errorf("%s: selector %d of DeviceClass %s does not compile: %s", where, i, req.class, firstLine(r.Error.Detail))}
-		}
-		progs = append(progs, compiled{s.CEL.Expression, r})
-	}
-	for i, s := range req.selectors {
-		if s.CEL == nil {
-			continue
-		}
-		r := v.cel.GetOrCompile(s.CEL.Expression)
-		if r.Error != nil {
-			return filterResult{err: fmt.Errorf("%s: CEL selector %d does not compile: %s", where, i, firstLine(r.Error.Detail))}
-		}
-		progs = append(progs, compiled{s.CEL.Expression, r})
-	}
-	f := &workload.DeviceFilter{Key: key, Groups: map[string][][]string{}, All: req.all}
-	res := filterResult{filter: f}
-	// A selector that fails on a device (say, an attribute it lacks) rules
-	// that device out, as kube-scheduler rules out the node; the error is
-	// the reason only when no device matches anywhere.
-	var evalErr error
-	for _, node := range v.nodes {
-		sets := map[string][]string{}
-		var order []string
-		for _, d := range v.byNode[node] {
-			in := cel(d, v.driver)
-			ok := true
-			for _, p := range progs {
-				m, _, err := p.res.DeviceMatches(context.Background(), in)
-				if err != nil && evalErr == nil {
-					evalErr = fmt.Errorf("%s: CEL selector %q failed on device %s of node %s: %v", where, p.expr, d.dev.Name, node, err)
-				}
-				if err != nil || !m {
-					ok = false
-					break
-				}
-			}
-			if !ok {
-				continue
-			}
-			value, ok := matchValue(d, v.driver, match)
-			if !ok {
-				continue // a device without the attribute cannot satisfy the constraint
-			}
-			if _, seen := sets[value]; !seen {
-				order = append(order, value)
-			}
-			sets[value] = append(sets[value], d.dev.Name)
-		}
-		if len(order) == 0 || (req.all && len(order) > 1) {
-			// All takes every matching device, so they must all agree.
-			continue
-		}
-		sort.Strings(order)
-		for _, value := range order {
-			f.Groups[node] = append(f.Groups[node], sets[value])
-			if res.minSet == 0 || len(sets[value]) < res.minSet {
-				res.minSet = len(sets[value])
-			}
-		}
-	}
-	if len(f.Groups) == 0 && evalErr != nil {
-		return filterResult{err: evalErr}
-	}
-	return res
-}
-
-// firstLine keeps a CEL error to its first line: the rest draws a caret
-// under the expression, which a pod condition cannot show.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// cel is a device as the CEL environment sees it.
-func cel(d draDevice, driver string) dracel.Device {
-	return dracel.Device{Driver: driver, Attributes: d.dev.Attributes, Capacity: d.dev.Capacity,
-		AllowMultipleAllocations: d.dev.AllowMultipleAllocations}
-}
-
-// matchValue is the device's value of each matchAttribute attribute, joined.
-// Attributes in the driver's own domain may be published unqualified.
-func matchValue(d draDevice, driver string, match []string) (string, bool) {
-	var parts []string
-	for _, name := range match {
-		a, ok := d.dev.Attributes[resourcev1.QualifiedName(name)]
-		if !ok {
-			if id, found := strings.CutPrefix(name, driver+"/"); found {
-				a, ok = d.dev.Attributes[resourcev1.QualifiedName(id)]
-			}
-		}
-		if !ok {
-			return "", false
-		}
-		switch {
-		case a.IntValue != nil:
-			parts = append(parts, fmt.Sprintf("i%d", *a.IntValue))
-		case a.BoolValue != nil:
-			parts = append(parts, fmt.Sprintf("b%t", *a.BoolValue))
-		case a.StringValue != nil:
-			parts = append(parts, "s"+*a.StringValue)
-		case a.VersionValue != nil:
-			parts = append(parts, "v"+*a.VersionValue)
-		default:
-			return "", false
-		}
-	}
-	return strings.Join(parts, "\x00"), true
-}
-
-// room is how many pods asking for count devices of the filter (or, with
-// All, whole sets) the free devices could serve now.
-func (v *draView) room(f *workload.DeviceFilter, count int) int {
-	if v.state == nil {
-		return 0
-	}
-	total := 0
-	for _, node := range v.nodes {
-		n, ok := v.state.NodeIndex(node)
-		if !ok || !v.state.Schedulable(n) {
-			continue
-		}
-		free := v.state.GPUFree(n)
-		for _, set := range f.Groups[node] {
-			c := 0
-			for _, id := range set {
-				if k := deviceIndex(v.state.Node(n), id); k >= 0 && free[k] == 1000 {
-					c++
-				}
-			}
-			if f.All {
-				if c == len(set) {
-					total++
-				}
-			} else {
-				total += c / count
-			}
-		}
-	}
-	return total
-}
-
-// draNeed is what a pod's unallocated claims ask of the engine.
-type draNeed struct {
-	gpus   int
-	scope  workload.DeviceScope
-	filter *workload.DeviceFilter
-	plans  []claimPlan
-}
-
-// constraintsOf returns the matchAttribute attributes that apply to a
-// request result ("req" or "req/sub") and the device scope the topology
-// ones give.
-func constraintsOf(c *resourcev1.ResourceClaim, result string) (match []string, scope workload.DeviceScope, err error) {
-	base, _, _ := strings.Cut(result, "/")
-	for _, con := range c.Spec.Devices.Constraints {
-		applies := len(con.Requests) == 0
-		for _, r := range con.Requests {
-			if r == base || r == result {
-				applies = true
-			}
-		}
-		if !applies {
-			continue
-		}
-		if con.DistinctAttribute != nil {
-			return nil, 0, fmt.Errorf("ResourceClaim %s: distinctAttribute constraints are not supported", c.Name)
-		}
-		if con.MatchAttribute == nil {
-			continue
-		}
-		switch a := string(*con.MatchAttribute); a {
-		case attrPCIeRoot:
-			// Topology attributes are device coordinates: the engine keeps
-			// the pod inside one group and still picks the best one.
-			scope = max(scope, workload.ScopePCIe)
-		case attrNUMANode:
-			scope = max(scope, workload.ScopeNUMA)
-		default:
-			match = append(match, a)
-		}
-	}
-	sort.Strings(match)
-	return match, scope, nil
-}
-
-// claimDevices resolves a pod's unallocated claims into one device request
-// for the engine. Each request becomes its first alternative that the free
-// devices can serve now (firstAvailable), else its first alternative that
-// any device matches at all. corral gives one pod one kind of device, so
-// every request of the pod must select the same devices under the same
-// constraints; their counts add up.
-func (v *draView) claimDevices(podUID string, claims []*resourcev1.ResourceClaim) (draNeed, error) {
-	var need draNeed
-	for _, c := range claims {
-		plan := claimPlan{claim: c}
-		name := c.Name
-		for _, r := range c.Spec.Devices.Requests {
-			var alts []deviceRequest
-			switch {
-			case r.Exactly != nil:
-				alts = []deviceRequest{exactRequest(r.Name, r.Exactly)}
-			default:
-				for i := range r.FirstAvailable {
-					alts = append(alts, subRequest(r.Name, &r.FirstAvailable[i]))
-				}
-			}
-			if len(alts) == 0 {
-				return need, fmt.Errorf("ResourceClaim %s request %q names no devices", name, r.Name)
-			}
-			type option struct {
-				req   deviceRequest
-				res   filterResult
-				scope workload.DeviceScope
-			}
-			var opts []option
-			for _, alt := range alts {
-				match, scope, err := constraintsOf(c, alt.result)
-				if err != nil {
-					return need, err
-				}
-				res := v.filterFor(name, alt, match)
-				if res.err != nil {
-					return need, res.err
-				}
-				opts = append(opts, option{alt, res, scope})
-			}
-			pick := -1
-			for i, o := range opts {
-				key := fmt.Sprintf("%s\x02%d", o.res.filter.Key, o.req.count)
-				if v.taken[key] < v.room(o.res.filter, o.req.count) {
-					pick = i
-					break
-				}
-			}
-			if pick < 0 {
-				for i, o := range opts {
-					if len(o.res.filter.Groups) > 0 {
-						pick = i
-						break
-					}
-				}
-			}
-			if pick < 0 {
-				pick = 0 // nothing matches anywhere: the engine says so
-			}
-			o := opts[pick]
-			v.taken[fmt.Sprintf("%s\x02%d", o.res.filter.Key, o.req.count)]++
-			count := o.req.count
-			if o.req.all {
-				count = max(o.res.minSet, 1)
-			}
-			switch {
-			case need.filter == nil:
-				need.filter, need.scope = o.res.filter, o.scope
-			case need.filter.Key != o.res.filter.Key || need.scope != o.scope:
-				return need, fmt.Errorf("ResourceClaim %s request %q selects other devices than the pod's other requests; corral allocates one kind of device per pod", name, o.req.result)
-			case o.req.all || need.filter.All:
-				return need, fmt.Errorf("ResourceClaim %s request %q: allocationMode All must be the pod's only device request", name, o.req.result)
-			}
-			need.gpus += count
-			plan.parts = append(plan.parts, claimPart{result: o.req.result, count: count, all: o.req.all})
-		}
-		need.plans = append(need.plans, plan)
-	}
-	v.plans[podUID] = need.plans
-	return need, nil
 }

@@ -112,6 +112,8 @@ func evictionMessage(ev engine.Eviction) string {
 		b.WriteString("moved to consolidate free GPUs")
 	case engine.CauseShrink:
 		b.WriteString("shrunk to its minimum")
+	case engine.CauseMaxRuntime:
+		b.WriteString("stopped at its max runtime")
 	default:
 		b.WriteString("evicted (" + string(ev.Cause) + ")")
 	}

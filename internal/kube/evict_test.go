@@ -25,6 +25,8 @@ func TestEvictionMessage(t *testing.T) {
 			"preempted for job job/a/hi; 0.01 GPU-hours of work lost"},
 		"consolidate": {engine.Eviction{Cause: engine.CauseConsolidate, By: "job/a/gang"},
 			"moved to consolidate free GPUs for job job/a/gang; 0.00 GPU-hours of work lost"},
+		"max runtime": {engine.Eviction{Cause: engine.CauseMaxRuntime, Message: "ran 12h0m3s, past its max runtime 12h0m0s: terminated", Terminal: true},
+			"stopped at its max runtime: ran 12h0m3s, past its max runtime 12h0m0s: terminated; 0.00 GPU-hours of work lost"},
 		"a cause without wording": {engine.Eviction{Cause: engine.CauseFailure},
 			"evicted (DeviceFailed); 0.00 GPU-hours of work lost"},
 	}

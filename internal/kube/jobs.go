@@ -225,6 +225,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			}
 		}
 	}
+	problems = append(problems, readRuntimeLimits(j, first, kind, name, groups)...) // issue 6
 	j.Preemptible = true
 	if v := ann[v1alpha1.AnnotationPreemptible]; v != "" {
 		b, err := strconv.ParseBool(v)

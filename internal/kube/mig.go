@@ -64,21 +64,7 @@ func migAdvertised(n *corev1.Node) map[string]int {
 }
 
 // parseLayout reads "3g.40gb@0,3g.40gb@4".
-func parseLayout(s string) (mig.Layout, error) {
-	l := mig.Layout{}
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		p, st, ok := strings.Cut(f, "@")
-		start, err := strconv.Atoi(st)
-		if !ok || err != nil || p == "" {
-			return nil, fmt.Errorf("instance %q: want <profile>@<start>", f)
-		}
-		l = append(l, mig.Instance{Profile: p, Start: start})
-	}
-	return l, nil
-}
+func parseLayout(s string) (mig.Layout, error) { return mig.ParseLayout(s) }
 
 // formatLayout writes a layout as parseLayout reads it, by start.
 func formatLayout(l mig.Layout) string {
@@ -298,31 +284,34 @@ func sharedGPURequest(p *corev1.Pod, r *workload.Request) error {
 	return nil
 }
 
-// assignedMIG formats the binding annotation of a pod's MIG instances.
-func assignedMIG(node *cluster.Node, shares []cluster.DeviceShare) string {
+// assignedMIG formats the binding annotation of a pod's MIG instances on
+// node n.
+func assignedMIG(s *cluster.State, n int, shares []cluster.DeviceShare) string {
 	var parts []string
 	for _, d := range shares {
-		if d.MIG.Profile != "" {
-			parts = append(parts, node.Devices[d.Device].ID+":"+d.MIG.String())
+		if d.MIG.IsSet() {
+			parts = append(parts, s.Node(n).Devices[d.Device].ID+":"+s.MIGInstance(n, d.Device, d.MIG).String())
 		}
 	}
 	return strings.Join(parts, ",")
 }
 
 // migShares reads a bound pod's corral.dev/assigned-mig annotation back.
-func migShares(node *cluster.Node, raw string, milli int32) []cluster.DeviceShare {
+func migShares(s *cluster.State, n int, raw string, milli int32) []cluster.DeviceShare {
 	var out []cluster.DeviceShare
 	for _, f := range strings.Split(raw, ",") {
 		id, inst, ok := strings.Cut(strings.TrimSpace(f), ":")
 		if !ok {
 			continue
 		}
-		k := deviceIndex(node, id)
+		k := deviceIndex(s.Node(n), id)
 		l, err := parseLayout(inst)
 		if k < 0 || err != nil || len(l) != 1 {
 			continue
 		}
-		out = append(out, cluster.DeviceShare{Device: k, Milli: milli, MIG: l[0]})
+		if ref, ok := s.MIGRef(n, k, l[0]); ok {
+			out = append(out, cluster.DeviceShare{Device: k, Milli: milli, MIG: ref})
+		}
 	}
 	return out
 }
@@ -333,7 +322,9 @@ func migShares(node *cluster.Node, raw string, milli int32) []cluster.DeviceShar
 func firstFreeMIG(s *cluster.State, n int, profile string, milli int32) []cluster.DeviceShare {
 	for k := range s.Node(n).Devices {
 		if i := s.MIGFreeInstance(n, k, profile); i >= 0 && !s.MIGPending(n, k) {
-			return []cluster.DeviceShare{{Device: k, Milli: milli, MIG: s.MIGLayout(n, k)[i]}}
+			if ref, ok := s.MIGRef(n, k, s.MIGLayout(n, k)[i]); ok {
+				return []cluster.DeviceShare{{Device: k, Milli: milli, MIG: ref}}
+			}
 		}
 	}
 	return nil

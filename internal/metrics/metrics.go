@@ -37,7 +37,9 @@ type Summary struct {
 	JobsCompleted    int `json:"jobs_completed"`
 	JobsNeverFit     int `json:"jobs_never_fit"` // rejected: no domain could ever hold them
 	JobsStillPending int `json:"jobs_still_pending"`
-	PodsPlaced       int `json:"pods_placed"`
+	// JobsTerminated counts jobs stopped for good at their max runtime.
+	JobsTerminated int `json:"jobs_terminated"`
+	PodsPlaced     int `json:"pods_placed"`
 	// PartialGangs counts jobs that at some point had some, but fewer than
 	// their gang minimum, pods running: GPUs held while the job cannot run.
 	PartialGangs int `json:"partial_gangs"`
@@ -81,10 +83,18 @@ type Summary struct {
 	WaitP95S  float64 `json:"wait_p95_s"`
 	WaitMaxS  float64 `json:"wait_max_s"`
 	WaitMeanS float64 `json:"wait_mean_s"`
-	JCTMeanS  float64 `json:"jct_mean_s"`
-	JCTP50S   float64 `json:"jct_p50_s"`
-	JCTP95S   float64 `json:"jct_p95_s"`
-	MakespanS float64 `json:"makespan_s"`
+	// The largest jobs: those at or above the 95th percentile of GPU size
+	// of the input (LargeJobMinGPUs); their waits count a job that never
+	// started with its wait until the end of the run.
+	LargeJobMinGPUs float64 `json:"large_job_min_gpus"`
+	LargeJobs       int     `json:"large_jobs"`
+	LargeWaitP95S   float64 `json:"large_wait_p95_s"`
+	LargeWaitMaxS   float64 `json:"large_wait_max_s"`
+	LargeWaitMeanS  float64 `json:"large_wait_mean_s"`
+	JCTMeanS        float64 `json:"jct_mean_s"`
+	JCTP50S         float64 `json:"jct_p50_s"`
+	JCTP95S         float64 `json:"jct_p95_s"`
+	MakespanS       float64 `json:"makespan_s"`
 	// UtilizationPct is the GPU-milli held by running jobs / capacity,
 	// time-averaged from the first to the last arrival (the drain after it is
 	// left out); AllocatedPct also counts GPUs held by partially started

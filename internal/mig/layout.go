@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -177,4 +178,21 @@ func (m Model) headroom(order []int, used mask, counts []int) []int {
 		room[k] = min(n, max(prof.MaxCount-counts[p], 0))
 	}
 	return room
+}
+
+// ParseLayout reads instances written as "profile@start", separated by
+// commas or spaces (e.g. "3g.40gb@0,3g.40gb@4"), as Layout.String and the
+// node annotations write them. It checks the syntax only; Validate checks
+// the layout against a geometry.
+func ParseLayout(s string) (Layout, error) {
+	l := Layout{}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
+		p, st, ok := strings.Cut(f, "@")
+		start, err := strconv.Atoi(st)
+		if !ok || err != nil || p == "" {
+			return nil, fmt.Errorf("instance %q: want <profile>@<start>", f)
+		}
+		l = append(l, Instance{Profile: p, Start: start})
+	}
+	return l, nil
 }

@@ -54,7 +54,7 @@ func TestPlaceGangEligibleDevices(t *testing.T) {
 			taken:  map[string][]int{"n-0": {2}},
 			req:    workload.Request{GPUs: 3, Devices: filter("all", true, "n-0", "gpu1", "gpu2", "gpu3")},
 			pods:   1,
-			failed: "the cluster has no room for 1×[3 GPU, all of one set of the devices its selectors match, 0m CPU, 0 MiB] now (fits 1 of 1 pods, 15 GPUs free)",
+			failed: "the cluster has no room for 1×[3 GPU, all of one set of the devices its selectors match, 0m CPU, 0 MiB] now (fits 1 of 1 pods, 15 GPUs free); 2 free devices match its selectors and constraints",
 		},
 		"a gang spreads over the eligible devices of both nodes": {
 			req: workload.Request{GPUs: 2, Devices: &workload.DeviceFilter{Key: "g", Groups: map[string][][]string{

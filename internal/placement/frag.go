@@ -164,9 +164,13 @@ func fingerprint(models []string, mix Mix) uint64 {
 		word(uint64(r.MemMiB))
 		word(uint64(r.GPUs))
 		word(uint64(r.GPUMilli))
-		word(uint64(r.GPUMemMiB))
-		h.Write([]byte(r.MIGProfile))
-		h.Write([]byte{0})
+		if r.ByMemory() || r.MIG() {
+			// Only shares by memory and MIG shapes hash these, so the
+			// fgd protocol's mixes cost what they did before.
+			word(uint64(r.GPUMemMiB))
+			h.Write([]byte(r.MIGProfile))
+			h.Write([]byte{0})
+		}
 		for _, m := range r.Models {
 			h.Write([]byte(m))
 			h.Write([]byte{0})
@@ -269,7 +273,10 @@ func (f *FragScorer) Score(s *cluster.State, n int, r *PodReq) (float64, int) {
 	case r.shared():
 		best, gpu := 0.0, -1
 		fractionalGPUs(s, n, r, func(k int, fk int32) {
-			milli, _ := shareMilli(s, n, k, r)
+			milli := int32(r.GPUMilli)
+			if r.ByMemory() {
+				milli, _ = shareMilli(s, n, k, r)
+			}
 			copy(probe, free)
 			probe[k] -= milli
 			d := f.nodeFrag(s, n, cpu, mem, probe) - before

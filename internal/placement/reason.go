@@ -118,6 +118,13 @@ func waitFree(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 		msg = fmt.Sprintf("the cluster has no room for %s now (fits %d of %d pods, %s free)",
 			shape, max(bestNow, 0), need, freeText(bestFree, groups))
 	}
+	for _, g := range groups {
+		if g.req.Devices != nil {
+			// Aggregates count every free GPU; say how many the filter allows.
+			msg += fmt.Sprintf("; %d free devices match its selectors and constraints", freeEligible(s, g.req))
+			break
+		}
+	}
 	return &Failure{Verdict: WaitFree, Level: levelName, Best: bestName, BestFits: max(bestNow, 0), Message: msg}
 }
 
@@ -156,6 +163,22 @@ func everFits(s *cluster.State, r *PodReq) bool {
 		}
 	}
 	return false
+}
+
+// freeEligible counts the wholly free devices a filtered request may use.
+func freeEligible(s *cluster.State, r *PodReq) int {
+	c := 0
+	for n, sets := range r.eligible {
+		free := s.GPUFree(n)
+		for _, set := range sets {
+			for _, k := range set {
+				if free[k] == 1000 && r.Mask.Has(s.DeviceModel(n, k)) {
+					c++
+				}
+			}
+		}
+	}
+	return c
 }
 
 // eligibleOnNode is the largest number of healthy GPUs node n could give

@@ -25,11 +25,30 @@ type trial struct {
 	// anySet skips Allowed: the first test, with every unit out, asks only
 	// whether room could be made at all.
 	anySet bool
+	// neededBy[i] is the unit that needs unit i (-1: none); onNode lists
+	// the units with a pod on each node, so a domain's units are found from
+	// its node range.
+	neededBy []int
+	onNode   [][]int
 }
 
 func newTrial(p *Problem, res *Result) *trial {
-	t := &trial{p: p, res: res, s: p.View.Clone(), taken: make([]bool, len(p.Units))}
+	t := &trial{p: p, res: res, s: p.View.Clone(), taken: make([]bool, len(p.Units)),
+		neededBy: make([]int, len(p.Units)), onNode: make([][]int, p.View.NumNodes())}
 	t.placer = placement.NewPlacer(t.s, p.Scorer, p.Devices)
+	for i := range t.neededBy {
+		t.neededBy[i] = -1
+	}
+	for i := range p.Units {
+		if n := p.Units[i].Needs; n >= 0 && n < len(p.Units) {
+			t.neededBy[n] = i
+		}
+		for _, pod := range p.Units[i].Pods {
+			if l := t.onNode[pod.Node]; len(l) == 0 || l[len(l)-1] != i {
+				t.onNode[pod.Node] = append(l, i)
+			}
+		}
+	}
 	for _, pod := range p.Gang.Pods {
 		if g := pod.GPUMilliTotal(); g > 0 {
 			t.gpu = true
@@ -82,10 +101,8 @@ func (t *trial) put(i int) {
 	if !t.taken[i] {
 		return
 	}
-	for j := range t.p.Units {
-		if t.p.Units[j].Needs == i {
-			t.put(j)
-		}
+	if j := t.neededBy[i]; j >= 0 {
+		t.put(j)
 	}
 	for _, pod := range t.p.Units[i].Pods {
 		// The pod held exactly this before it was released on this copy.
@@ -180,7 +197,7 @@ func (t *trial) greedy(order []int, need int64, freed map[int]int64, pruneOrder 
 		return nil, 0, false
 	}
 	for _, u := range pruneOrder(taken) {
-		if t.neededBy(u) {
+		if t.isNeeded(u) {
 			continue
 		}
 		t.put(u)
@@ -216,13 +233,9 @@ func (t *trial) allowed() bool {
 	return t.p.Allowed(set)
 }
 
-func (t *trial) neededBy(u int) bool {
-	for j := range t.p.Units {
-		if t.p.Units[j].Needs == u && t.taken[j] {
-			return true
-		}
-	}
-	return false
+func (t *trial) isNeeded(u int) bool {
+	j := t.neededBy[u]
+	return j >= 0 && t.taken[j]
 }
 
 // scope is one topology domain the gang could land in once victims there
@@ -242,7 +255,18 @@ type scope struct {
 func (t *trial) scope(d cluster.DomainID) *scope {
 	dom := t.s.Domain(d)
 	sc := &scope{d: d, level: dom.Level, freed: map[int]int64{}}
-	for i := range t.p.Units {
+	seen := map[int]bool{}
+	var inDomain []int
+	for n := dom.Lo; n < dom.Hi; n++ {
+		for _, u := range t.onNode[n] {
+			if !seen[u] {
+				seen[u] = true
+				inDomain = append(inDomain, u)
+			}
+		}
+	}
+	sort.Ints(inDomain)
+	for _, i := range inDomain {
 		var f int64
 		touches := false
 		for _, pod := range t.p.Units[i].Pods {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
@@ -19,6 +20,12 @@ type eventKind uint8
 const (
 	evFinish eventKind = iota // finishes first at equal times: capacity before demand
 	evArrive
+	// evWake runs a cycle when a job reaches its max runtime, so that the
+	// engine can stop it then and not at the next arrival.
+	evWake
+	evRetry // the engine asked to look again (Plan.Retry)
+	// evRecycle runs one more cycle at the same time.
+	evRecycle
 )
 
 type event struct {
@@ -70,6 +77,17 @@ type jobRun struct {
 	restarts int
 	waited   bool // its first wait has been recorded
 	running  int  // index in replay.running, -1 when not running
+	// wait is the first wait in seconds, once recorded; terminated says
+	// the engine stopped the job for good (max runtime).
+	wait       float64
+	terminated bool
+	// An elastic job runs at the share of its pods it holds (Runtime is its
+	// runtime at full size): frac is that share, segStart when the current
+	// share began (after any restart overhead), segDone the work of this
+	// run's earlier shares, in runtime units.
+	frac     float64
+	segStart time.Time
+	segDone  time.Duration
 }
 
 type replay struct {
@@ -97,6 +115,12 @@ type replay struct {
 	running    []int // job indexes holding a started gang, in start order
 	recycles   int   // nested cycles run at one instant after re-partitions
 	fair       *fairness
+	// hist is the completed runtimes the engine estimates from, kept here
+	// as a real driver keeps it.
+	hist   backfill.History
+	wakeAt time.Time // the pending Plan.Retry event, if any
+	// requeued counts jobs requeued at their max runtime.
+	requeued int
 }
 
 // maxRecycles bounds the cycles run at one instant because re-partitions
@@ -119,10 +143,18 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 	}
 	r.lastT = r.first
 	processed, total := 0, len(jobs)
+	var retried time.Time
 	for r.events.Len() > 0 {
+		if e := r.events[0]; (e.kind == evFinish || e.kind == evWake) &&
+			(e.epoch != r.jobs[e.job].epoch || r.jobs[e.job].finished) {
+			// The run it belongs to ended, was evicted or was resized: it
+			// must not move the clock (the makespan) either.
+			heap.Pop(&r.events)
+			continue
+		}
 		now := r.events[0].at
 		r.advance(now)
-		changed := false
+		changed, wake := false, false
 		for r.events.Len() > 0 && r.events[0].at.Equal(now) {
 			e := heap.Pop(&r.events).(event)
 			switch e.kind {
@@ -135,12 +167,30 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 					continue // the run it ended was evicted
 				}
 				r.finish(e.job, now)
+			case evWake:
+				wake = e.epoch == r.jobs[e.job].epoch && r.jobs[e.job].started
+			case evRetry:
+				if !r.wakeAt.Equal(now) {
+					continue // superseded by an earlier retry
+				}
+				r.wakeAt = time.Time{}
+			case evRecycle:
+				wake = true
 			}
 			changed = true
 		}
-		if changed && len(r.pending) > 0 {
+		if changed && (len(r.pending) > 0 || wake || r.mayGrow()) {
+			requeued := r.requeued
 			if err := r.cycle(now); err != nil {
 				return r.rej, err
+			}
+			if r.requeued > requeued && !retried.Equal(now) {
+				// Jobs stopped at their max runtime and requeued in this
+				// cycle could run on what it freed: one more cycle at the
+				// same time (once, so that no plan can loop the clock in
+				// place).
+				retried = now
+				r.push(now, evRecycle, 0)
 			}
 		} else if changed {
 			r.fair.satisfied(now) // nothing waits: every queue has what it asks for
@@ -198,7 +248,7 @@ func (r *replay) sample(now time.Time) {
 }
 
 func (r *replay) cycle(now time.Time) error {
-	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs()}
+	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
 	for _, i := range r.pending {
 		jr := r.jobs[i]
 		pj := engine.PendingJob{Job: jr.job.Job}
@@ -239,6 +289,10 @@ func (r *replay) cycle(now time.Time) error {
 		return err
 	}
 	r.fair.observe(plan.Queues, now)
+	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
+		r.wakeAt = plan.Retry
+		r.push(plan.Retry, evRetry, 0)
+	}
 
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
@@ -249,6 +303,14 @@ func (r *replay) cycle(now time.Time) error {
 			jr.bound[p.Pod] = p
 			r.allocated += p.Alloc.GPUMilli()
 			r.res.Summary.PodsPlaced++
+			if jr.started {
+				// An elastic job growing while it runs.
+				r.useful += p.Alloc.GPUMilli()
+			}
+		}
+		if jr.started {
+			r.resize(jr, now)
+			continue
 		}
 		if len(jr.bound) >= jr.job.GangMin() {
 			r.startJob(jr, now)
@@ -292,23 +354,61 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	}
 	jr.running = len(r.running)
 	r.running = append(r.running, r.byID[jr.job.ID])
+	if jr.job.MaxRuntime > 0 {
+		r.push(now.Add(jr.job.MaxRuntime), evWake, r.byID[jr.job.ID])
+	}
 	if !jr.waited {
 		jr.waited = true
 		r.res.Summary.JobsStarted++
-		r.res.Series.Waits = append(r.res.Series.Waits, now.Sub(jr.job.Submit).Seconds())
+		jr.wait = now.Sub(jr.job.Submit).Seconds()
+		r.res.Series.Waits = append(r.res.Series.Waits, jr.wait)
 		jr.slow = r.loc.record(jr, r.cfg.Comm)
 	} else {
 		jr.slow = r.loc.slowdown(jr, r.cfg.Comm)
 	}
-	if jr.job.Runtime > 0 {
-		run := time.Duration(float64(jr.job.Runtime-jr.workDone) * jr.slow)
-		if jr.restarts > 0 {
-			run += jr.job.RestartOverhead
-		}
-		if run <= 0 {
-			run = time.Second
-		}
-		r.push(now.Add(run), evFinish, r.byID[jr.job.ID])
+	jr.frac, jr.segDone, jr.segStart = podShare(jr), 0, now
+	if jr.restarts > 0 {
+		jr.segStart = now.Add(jr.job.RestartOverhead)
+	}
+	r.scheduleFinish(jr)
+}
+
+// podShare is the share of its pods a job holds: its speed, for an elastic
+// job, relative to its runtime at full size.
+func podShare(jr *jobRun) float64 {
+	if n := jr.job.Pods(); n > 0 && len(jr.bound) < n {
+		return float64(len(jr.bound)) / float64(n)
+	}
+	return 1
+}
+
+// scheduleFinish pushes the end of the current run from its progress.
+func (r *replay) scheduleFinish(jr *jobRun) {
+	if jr.job.Runtime <= 0 {
+		return
+	}
+	left := jr.job.Runtime - jr.workDone - jr.segDone
+	run := time.Duration(float64(left) * jr.slow / jr.frac)
+	if run <= 0 {
+		run = time.Second
+	}
+	r.push(jr.segStart.Add(run), evFinish, r.byID[jr.job.ID])
+}
+
+// resize reschedules a running elastic job whose pod count changed (grown
+// into idle capacity, or shrunk for a waiting job): the work of the old
+// share is banked and the rest runs at the new share.
+func (r *replay) resize(jr *jobRun, now time.Time) {
+	if now.After(jr.segStart) {
+		jr.segDone += time.Duration(float64(now.Sub(jr.segStart)) / jr.slow * jr.frac)
+		jr.segStart = now
+	}
+	jr.frac = podShare(jr)
+	// A new epoch drops the finish (and wake) events of the old share.
+	jr.epoch++
+	r.scheduleFinish(jr)
+	if mr := jr.job.MaxRuntime; mr > 0 && jr.start.Add(mr).After(now) {
+		r.push(jr.start.Add(mr), evWake, r.byID[jr.job.ID])
 	}
 }
 
@@ -371,7 +471,31 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		delete(jr.bound, ref)
 	}
 	r.res.Summary.Evictions++
-	if !jr.started || len(jr.bound) >= jr.job.GangMin() {
+	if ev.Terminal {
+		// Stopped for good (max runtime): what it ran is spent, nothing
+		// runs again.
+		for _, ref := range sortedRefs(jr.bound) {
+			b := jr.bound[ref]
+			r.state.Release(b.NodeIndex, b.Alloc)
+			r.allocated -= b.Alloc.GPUMilli()
+			if jr.started {
+				r.useful -= b.Alloc.GPUMilli()
+			}
+			delete(jr.bound, ref)
+		}
+		r.stopRunning(jr)
+		jr.epoch++
+		jr.terminated, jr.finished, jr.end = true, true, now
+		jr.started = true // it does not wait any more
+		r.res.Summary.JobsTerminated++
+		return nil
+	}
+	if !jr.started {
+		return nil
+	}
+	if len(jr.bound) >= jr.job.GangMin() {
+		// Shrunk, still running: slower from now on.
+		r.resize(jr, now)
 		return nil
 	}
 	// The gang broke: everything still bound goes too, and the job restarts.
@@ -394,6 +518,9 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		r.res.Summary.GPUHoursLostConsolidation += lostHours
 	}
 	r.res.Summary.JobsRestarted++
+	if ev.Cause == engine.CauseMaxRuntime {
+		r.requeued++
+	}
 	jr.restarts++
 	jr.epoch++
 	jr.started = false
@@ -406,26 +533,27 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 // checkpoints saved (in runtime units) and the wall time thrown away.
 func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration) {
 	ran := now.Sub(jr.start)
-	overhead := time.Duration(0)
-	if jr.restarts > 0 {
-		overhead = jr.job.RestartOverhead
-	}
-	working := ran - overhead
-	if working <= 0 {
-		return 0, ran
-	}
-	slow := jr.slow
+	slow, frac := jr.slow, jr.frac
 	if slow <= 0 {
 		slow = 1
 	}
-	work := time.Duration(float64(working) / slow)
+	if frac <= 0 {
+		frac = 1
+	}
+	work := jr.segDone
+	if now.After(jr.segStart) {
+		work += time.Duration(float64(now.Sub(jr.segStart)) / slow * frac)
+	}
+	if work <= 0 {
+		return 0, ran
+	}
 	if ci := jr.job.CheckpointInterval; ci > 0 {
 		saved = work / ci * ci
 	}
 	if left := jr.job.Runtime - jr.workDone; jr.job.Runtime > 0 && saved > left {
 		saved = left
 	}
-	return saved, ran - time.Duration(float64(saved)*slow)
+	return saved, max(0, ran-time.Duration(float64(saved)*slow/frac))
 }
 
 // sortedRefs lists a job's bound pods in pod order.
@@ -454,6 +582,19 @@ func (r *replay) finish(i int, now time.Time) {
 	}
 	jr.finished, jr.end = true, now
 	r.res.Summary.JobsCompleted++
+	r.hist.Observe(jr.job.Job, jr.job.Runtime)
+}
+
+// mayGrow reports whether a running elastic job has pods still to place:
+// then a cycle is worth running even with nobody waiting.
+func (r *replay) mayGrow() bool {
+	for _, i := range r.running {
+		jr := r.jobs[i]
+		if jr.job.GangMin() < jr.job.Pods() && len(jr.bound) < jr.job.Pods() {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *replay) summarise() {
@@ -461,7 +602,7 @@ func (r *replay) summarise() {
 	s.JobsSubmitted = len(r.jobs)
 	var jcts []float64
 	for _, jr := range r.jobs {
-		if jr.finished {
+		if jr.finished && !jr.terminated {
 			jcts = append(jcts, jr.end.Sub(jr.job.Submit).Seconds())
 		}
 		if !jr.started && !jr.rejected {
@@ -488,6 +629,40 @@ func (r *replay) summarise() {
 		s.CycleMeanUS = r.engineSec * 1e6 / float64(s.Cycles)
 	}
 	r.loc.summarise(s)
+	r.largeJobWaits(s)
+}
+
+// largeJobWaits measures the waits of the largest jobs: those at or above
+// the 95th percentile of GPU size among the jobs submitted (the same set
+// for every policy on one input). A large job that never started counts
+// with the time it waited until the end of the run, so starvation shows.
+func (r *replay) largeJobWaits(s *metrics.Summary) {
+	var sizes []float64
+	for _, jr := range r.jobs {
+		sizes = append(sizes, jr.job.GPUs())
+	}
+	if len(sizes) == 0 {
+		return
+	}
+	_, p95, _, _ := quantiles(sizes)
+	if p95 <= 0 {
+		return
+	}
+	var waits []float64
+	for _, jr := range r.jobs {
+		if jr.job.GPUs() < p95 || jr.rejected {
+			continue
+		}
+		switch {
+		case jr.waited:
+			waits = append(waits, jr.wait)
+		default:
+			waits = append(waits, r.lastT.Sub(jr.job.Submit).Seconds())
+		}
+	}
+	s.LargeJobMinGPUs = p95
+	s.LargeJobs = len(waits)
+	_, s.LargeWaitP95S, s.LargeWaitMaxS, s.LargeWaitMeanS = quantiles(waits)
 }
 
 // quantiles returns p50, p95, max and mean of xs (sorted in place).

@@ -71,6 +71,8 @@ type Config struct {
 	// Comm is the communication-slowdown model for replay; zero value uses
 	// DefaultComm.
 	Comm *CommModel
+	// Backfill tunes reservations and runtime limits.
+	Backfill engine.BackfillConfig
 }
 
 // Rejection is a job the run refused before or while scheduling it.
@@ -100,7 +102,7 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	res.Summary.Nodes = state.NumNodes()
 	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
 	res.Summary.CapacityMilli = state.CapacityMilli()
-	eng := engine.New(engine.Config{Policy: cfg.Policy})
+	eng := engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill})
 	start := time.Now()
 	var rej []Rejection
 	switch cfg.Protocol {

@@ -203,6 +203,14 @@ groups:
         - {id: a}
         - {id: a}
 `, `c.yaml:8: id: device id "a" is used twice`},
+		"unknown MIG geometry": {`groups:
+  - name: n
+    gpus: {model: A100, layout: pcie, count: 2, mig: A100-120GB}
+`, `c.yaml:3: mig: unknown MIG geometry "A100-120GB" (known: A100-40GB, A100-80GB, H100-80GB, H200-141GB)`},
+		"an invalid MIG layout": {`groups:
+  - name: n
+    gpus: {model: A100, layout: pcie, count: 2, mig: A100-80GB, mig_layout: "4g.40gb@4"}
+`, `c.yaml:3: mig_layout: 4g.40gb@4: invalid placement start: 4g.40gb starts at [0]`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -214,6 +222,33 @@ groups:
 				t.Errorf("error\n got: %v\nwant: %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestClusterFileMIG(t *testing.T) {
+	c, err := ReadClusterYAML(strings.NewReader(`groups:
+  - name: "n{i}"
+    count: 2
+    gpus:
+      model: H100
+      layout: explicit
+      mig: H100-80GB
+      mig_layout: "3g.40gb@0,3g.40gb@4"
+      devices:
+        - {id: gpu0}
+        - {id: gpu1, mig_layout: ""}
+        - {id: gpu2, mig: ""}
+`), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range c.Nodes[1].Devices {
+		got = append(got, d.ID+":"+d.MIG+":"+d.MIGLayout.String())
+	}
+	want := []string{"gpu0:H100-80GB:[3g.40gb@0 3g.40gb@4]", "gpu1:H100-80GB:[]", "gpu2::[]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/mig"
 )
 
 // The YAML cluster file (docs/formats.md, "Cluster file").
@@ -37,6 +38,10 @@ type gpusYAML struct {
 	Count   int          `yaml:"count"`
 	Layout  string       `yaml:"layout"`
 	Devices []deviceYAML `yaml:"devices"`
+	// MIG runs every GPU in MIG mode with this geometry (e.g. "A100-80GB"),
+	// partitioned as MIGLayout ("3g.40gb@0,3g.40gb@4"; empty: no instances).
+	MIG       string `yaml:"mig"`
+	MIGLayout string `yaml:"mig_layout"`
 }
 
 type deviceYAML struct {
@@ -48,6 +53,10 @@ type deviceYAML struct {
 	PCIeSwitch int    `yaml:"pcie_switch"`
 	NVLink     *int   `yaml:"nvlink"` // nil: -1, no NVLink
 	NIC        string `yaml:"nic"`
+	// MIG and MIGLayout override the group's for this GPU ("" for MIG: not
+	// in MIG mode).
+	MIG       *string `yaml:"mig"`
+	MIGLayout *string `yaml:"mig_layout"`
 }
 
 // ReadClusterYAML reads a corral cluster file. name is the file name used in
@@ -189,7 +198,13 @@ func groupDevices(doc *yamlDoc, gp *gpusYAML, at func(...any) []any) ([]cluster.
 		return nil, nil
 	}
 	if len(gp.Devices) == 0 {
-		return gpus(gp.Layout, gp.Model, gp.MemMiB, gp.Count), nil
+		ds := gpus(gp.Layout, gp.Model, gp.MemMiB, gp.Count)
+		for k := range ds {
+			if err := setMIG(doc, &ds[k], gp.MIG, gp.MIGLayout, at("gpus", "mig")); err != nil {
+				return nil, err
+			}
+		}
+		return ds, nil
 	}
 	ds := make([]cluster.Device, len(gp.Devices))
 	for k, y := range gp.Devices {
@@ -210,6 +225,19 @@ func groupDevices(doc *yamlDoc, gp *gpusYAML, at func(...any) []any) ([]cluster.
 			d.NVLink = *y.NVLink
 		}
 		dev := func(f string) []any { return at("gpus", "devices", k, f) }
+		geom, layout := gp.MIG, gp.MIGLayout
+		if y.MIG != nil {
+			geom = *y.MIG
+			if geom == "" {
+				layout = "" // a GPU taken out of MIG mode keeps none of the group's layout
+			}
+		}
+		if y.MIGLayout != nil {
+			layout = *y.MIGLayout
+		}
+		if err := setMIG(doc, &d, geom, layout, dev("mig")); err != nil {
+			return nil, err
+		}
 		switch {
 		case d.Model == "":
 			return nil, doc.errAt("model", at("gpus", "devices", k), "device %s has no model (set gpus.model or the device's model)", d.ID)
@@ -323,4 +351,31 @@ func groupOf(groups []groupYAML, i int) int {
 		i -= n
 	}
 	return len(groups) - 1
+}
+
+// setMIG puts a GPU in MIG mode with a geometry and a layout, checked.
+func setMIG(doc *yamlDoc, d *cluster.Device, geom, layout string, path []any) error {
+	if geom == "" {
+		if layout != "" {
+			return doc.errAt("mig_layout", path, "a MIG layout on a GPU not in MIG mode: set mig to its geometry")
+		}
+		return nil
+	}
+	g, ok := mig.Lookup(geom)
+	if !ok {
+		var known []string
+		for _, m := range mig.Models() {
+			known = append(known, m.Name)
+		}
+		return doc.errAt("mig", path, "unknown MIG geometry %q (known: %s)", geom, strings.Join(known, ", "))
+	}
+	l, err := mig.ParseLayout(layout)
+	if err == nil {
+		err = g.Validate(l)
+	}
+	if err != nil {
+		return doc.errAt("mig_layout", path, "%v", err)
+	}
+	d.MIG, d.MIGLayout = g.Name, l
+	return nil
 }

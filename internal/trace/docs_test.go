@@ -13,7 +13,7 @@ func TestDocsExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"testdata/cluster.yaml", "testdata/jobs.csv", "testdata/jobs.yaml"} {
+	for _, f := range []string{"testdata/cluster.yaml", "testdata/jobs.csv", "testdata/jobs.yaml", "testdata/queues.yaml"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -19,9 +19,11 @@ import (
 // The cluster alternates DGX A100 80GB and DGX H100 nodes (8 GPUs each, the
 // DGX layout), every GPU in MIG mode and partitioned as mig-parted's
 // "all-balanced" configuration does for 80 GB parts (NVIDIA/mig-parted,
-// examples/config.yaml): two 1g.10gb, one 2g.20gb and one 3g.40gb, which
-// leave one memory slice without an instance. The admin's static layout is
-// the baseline's lot; corral may re-partition idle GPUs.
+// deployments/systemd/config-default.yaml): two 1g.10gb, one 2g.20gb and one
+// 3g.40gb, which leave one memory slice without an instance; with
+// layout=mixed the GPUs of a node get several of its configurations
+// (migMixed). The admin's static layout is the baseline's lot; corral may
+// re-partition idle GPUs.
 //
 // gen:mig draws one-pod jobs asking one instance each, with a mix that the
 // balanced layout does not match (more 1g and 7g requests than it offers).
@@ -46,15 +48,37 @@ const (
 	migMeanRuntime = time.Hour
 )
 
+// migMixed is the "layout=mixed" static partitioning, per GPU of a node:
+// mig-parted's all-1g.10gb twice, all-2g.20gb, all-3g.40gb, all-balanced,
+// a 4g + 3g, and all-7g.80gb twice, so that every profile of gen:mig has
+// instances somewhere.
+var migMixed = []map[string]int{
+	{"1g.10gb": 7}, {"1g.10gb": 7}, {"2g.20gb": 3}, {"3g.40gb": 2}, migBalanced,
+	{"4g.40gb": 1, "3g.40gb": 1}, {"7g.80gb": 1}, {"7g.80gb": 1},
+}
+
 func migCluster(spec, params string) (*ClusterSpec, error) {
-	nodes := 16
+	nodes, static := 16, "balanced"
+	bad := fmt.Errorf("cluster %q: want mig[:nodes=N][,layout=balanced|mixed] (N in 1..%d)", spec, defaultLimits.nodes)
 	if params != "" {
-		k, v, ok := strings.Cut(params, "=")
-		n, err := strconv.Atoi(v)
-		if !ok || k != "nodes" || err != nil || n <= 0 || n > defaultLimits.nodes {
-			return nil, fmt.Errorf("cluster %q: want mig or mig:nodes=N (1..%d)", spec, defaultLimits.nodes)
+		for _, kv := range strings.Split(params, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "nodes":
+				n, err := strconv.Atoi(v)
+				if err != nil || n <= 0 || n > defaultLimits.nodes {
+					return nil, bad
+				}
+				nodes = n
+			case "layout":
+				if v != "balanced" && v != "mixed" {
+					return nil, bad
+				}
+				static = v
+			default:
+				return nil, bad
+			}
 		}
-		nodes = n
 	}
 	c := &ClusterSpec{Name: spec}
 	for i := range nodes {
@@ -63,12 +87,16 @@ func migCluster(spec, params string) (*ClusterSpec, error) {
 			model, geom = "H100", "H100-80GB"
 		}
 		g, _ := mig.Lookup(geom)
-		layout, ok := g.Repartition(migBalanced)
-		if !ok {
-			return nil, fmt.Errorf("cluster %q: the balanced layout does not fit %s", spec, geom)
-		}
 		n := dgxNode(fmt.Sprintf("mig-%02d", i), model, map[string]string{})
 		for k := range n.Devices {
+			want := migBalanced
+			if static == "mixed" {
+				want = migMixed[k%len(migMixed)]
+			}
+			layout, ok := g.Repartition(want)
+			if !ok {
+				return nil, fmt.Errorf("cluster %q: layout %v does not fit %s", spec, want, geom)
+			}
 			n.Devices[k].MIG, n.Devices[k].MIGLayout = geom, layout
 		}
 		c.Nodes = append(c.Nodes, n)

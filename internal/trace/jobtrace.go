@@ -19,7 +19,8 @@ var (
 		"submit", "queue", "priority", "min_members", "required_level", "preferred_level",
 		"runtime", "expected_runtime", "checkpoint_interval", "preemptible",
 	}
-	podSetColumns = []string{"pod_set", "count", "cpu_milli", "memory_mib", "gpus", "gpu_milli", "models"}
+	podSetColumns = []string{"pod_set", "count", "cpu_milli", "memory_mib", "gpus", "gpu_milli", "models",
+		"gpu_memory_mib", "mig_profile"}
 	// csvColumns is the order WriteJobTraceCSV writes.
 	csvColumns = append(append([]string{"job"}, jobColumns...), podSetColumns...)
 )
@@ -182,7 +183,37 @@ func csvPodSet(f *csvFile) (workload.PodSet, error) {
 			return ps, f.errAt("models", "%v", err)
 		}
 	}
+	if r.GPUMemMiB, err = f.int64("gpu_memory_mib", 0); err != nil {
+		return ps, err
+	}
+	r.MIGProfile = f.str("mig_profile")
+	if err := deviceShare(r); err != nil {
+		return ps, f.errAt(deviceField(r), "%v", err)
+	}
 	return ps, nil
+}
+
+// deviceShare checks a pod set's memory share or MIG instance against its
+// other GPU columns.
+func deviceShare(r *workload.Request) error {
+	switch {
+	case r.GPUMemMiB > 0 && r.GPUMilli > 0:
+		return fmt.Errorf("%d MiB with gpu_milli %d: ask a share by memory or by milli, not both", r.GPUMemMiB, r.GPUMilli)
+	case (r.GPUMemMiB > 0 || r.MIGProfile != "") && r.GPUs != 1:
+		return fmt.Errorf("a share of one GPU needs gpus 1, not %d", r.GPUs)
+	case r.MIGProfile != "" && (r.GPUMemMiB > 0 || r.GPUMilli > 0):
+		return fmt.Errorf("MIG profile %s with a GPU share: ask one", r.MIGProfile)
+	case r.MIGProfile != "" && workload.MIGCompute(r.MIGProfile) == 0:
+		return fmt.Errorf("%q is not a MIG profile name (like 1g.10gb)", r.MIGProfile)
+	}
+	return nil
+}
+
+func deviceField(r *workload.Request) string {
+	if r.MIGProfile != "" {
+		return "mig_profile"
+	}
+	return "gpu_memory_mib"
 }
 
 // gpuFraction checks gpu_milli against gpus and returns the Request.GPUMilli to
@@ -242,7 +273,8 @@ func WriteJobTraceCSV(w io.Writer, jobs []Job) error {
 			r := ps.Request
 			row = append(row, ps.Name, strconv.Itoa(ps.Count),
 				strconv.FormatInt(r.CPUMilli, 10), strconv.FormatInt(r.MemMiB, 10),
-				strconv.Itoa(r.GPUs), strconv.Itoa(r.GPUMilli), strings.Join(r.Models, "|"))
+				strconv.Itoa(r.GPUs), strconv.Itoa(r.GPUMilli), strings.Join(r.Models, "|"),
+				strconv.FormatInt(r.GPUMemMiB, 10), r.MIGProfile)
 			if err := cw.Write(row); err != nil {
 				return err
 			}

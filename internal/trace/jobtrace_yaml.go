@@ -38,6 +38,8 @@ type podSetYAML struct {
 	GPUs     int      `yaml:"gpus"`
 	GPUMilli int      `yaml:"gpu_milli"`
 	Models   []string `yaml:"models"`
+	GPUMem   int64    `yaml:"gpu_memory_mib"`
+	MIG      string   `yaml:"mig_profile"`
 }
 
 // ReadJobTraceYAML reads a corral YAML job trace. name is the file name used
@@ -159,6 +161,7 @@ func yamlPodSet(doc *yamlDoc, y *podSetYAML, at func(string) []any) (workload.Po
 		{"memory_mib", y.MemMiB, -1},
 		{"gpus", int64(y.GPUs), int64(defaultLimits.gpusPerPod)},
 		{"gpu_milli", int64(y.GPUMilli), -1},
+		{"gpu_memory_mib", y.GPUMem, -1},
 	}
 	for _, c := range checks {
 		switch {
@@ -179,6 +182,10 @@ func yamlPodSet(doc *yamlDoc, y *podSetYAML, at func(string) []any) (workload.Po
 		if m == "" {
 			return ps, doc.errAt("models", at("models"), "empty model name")
 		}
+	}
+	r.GPUMemMiB, r.MIGProfile = y.GPUMem, y.MIG
+	if err := deviceShare(r); err != nil {
+		return ps, doc.errAt(deviceField(r), at(deviceField(r)), "%v", err)
 	}
 	return ps, nil
 }

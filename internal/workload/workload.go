@@ -301,6 +301,10 @@ type Job struct {
 	// MinRuntime protects a freshly started job from preemption.
 	MinRuntime  time.Duration
 	Preemptible bool
+	// Class names the kind of work (e.g. "prefill") for capacity held in
+	// pools: a pool serves its class first (see backfill.Pool). Empty is no
+	// class.
+	Class string
 
 	// Source says where the job came from (e.g. "trace.csv:17"), for messages.
 	Source string

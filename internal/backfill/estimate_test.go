@@ -1,0 +1,93 @@
+package backfill
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+func TestRuntimeEstimate(t *testing.T) {
+	mins := func(ms ...int) []time.Duration {
+		var out []time.Duration
+		for _, m := range ms {
+			out = append(out, time.Duration(m)*time.Minute)
+		}
+		return out
+	}
+	type obs struct {
+		job  *workload.Job
+		runs []time.Duration
+	}
+	q8 := build.Job("x").GPUs(8).Queue("a").Obj()
+	q16 := build.Job("x").GPUs(8).Pods(2).Queue("a").Obj()
+	other := build.Job("x").GPUs(8).Queue("b").Obj()
+	cases := map[string]struct {
+		history []obs
+		job     *workload.Job
+		want    time.Duration
+		src     Source
+		ok      bool
+	}{
+		"declared wins": {history: []obs{{q8, mins(1, 1, 1, 1, 1)}},
+			job: build.Job("j").GPUs(8).Queue("a").Expected(3 * time.Hour).Obj(), want: 3 * time.Hour, src: SourceDeclared, ok: true},
+		"declared is capped by max runtime": {job: build.Job("j").Expected(3 * time.Hour).MaxRuntime(time.Hour).Obj(),
+			want: time.Hour, src: SourceDeclared, ok: true},
+		"p90 of the same queue and shape": {history: []obs{{q8, mins(10, 20, 30, 40, 50, 60, 70, 80, 90, 100)}},
+			job: build.Job("j").GPUs(5).Queue("a").Obj(), want: 90 * time.Minute, src: SourceQueueShape, ok: true},
+		"too few of the shape: the queue": {history: []obs{{q8, mins(10, 10, 10)}, {q16, mins(50, 50)}},
+			job: build.Job("j").GPUs(8).Queue("a").Obj(), want: 50 * time.Minute, src: SourceQueue, ok: true},
+		"too few in the queue: every job": {history: []obs{{q8, mins(10)}, {other, mins(20, 20, 20, 20)}},
+			job: build.Job("j").GPUs(8).Queue("a").Obj(), want: 20 * time.Minute, src: SourceGlobal, ok: true},
+		"learned estimate capped by max runtime": {history: []obs{{q8, mins(90, 90, 90, 90, 90)}},
+			job: build.Job("j").GPUs(8).Queue("a").MaxRuntime(time.Hour).Obj(), want: time.Hour, src: SourceQueueShape, ok: true},
+		"nothing but max runtime":        {job: build.Job("j").MaxRuntime(time.Hour).Obj(), want: time.Hour, src: SourceMax, ok: true},
+		"nothing known: no estimate":     {job: build.Job("j").Obj()},
+		"history too short: no estimate": {history: []obs{{q8, mins(10, 10)}}, job: build.Job("j").GPUs(8).Queue("a").Obj()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var h History
+			for _, o := range tc.history {
+				for _, d := range o.runs {
+					h.Observe(o.job, d)
+				}
+			}
+			got, src, ok := Runtime(&h, tc.job)
+			if got != tc.want || src != tc.src || ok != tc.ok {
+				t.Errorf("Runtime = %v, %q, %v; want %v, %q, %v", got, src, ok, tc.want, tc.src, tc.ok)
+			}
+		})
+	}
+}
+
+func TestHistoryWindowForgetsOldRuns(t *testing.T) {
+	var h History
+	j := build.Job("x").Obj()
+	for i := 0; i < HistoryWindow; i++ {
+		h.Observe(j, 10*time.Hour)
+	}
+	for i := 0; i < HistoryWindow; i++ {
+		h.Observe(j, time.Minute)
+	}
+	if got, _, _ := Runtime(&h, j); got != time.Minute {
+		t.Errorf("estimate %v after the window turned over, want 1m0s", got)
+	}
+	var nilH *History
+	if _, _, ok := Runtime(nilH, j); ok {
+		t.Errorf("a nil history gave an estimate")
+	}
+}
+
+func TestHumanize(t *testing.T) {
+	cases := map[time.Duration]string{
+		10 * time.Second: "1 min", 40 * time.Minute: "40 min", 100 * time.Minute: "1.7 h",
+		20 * time.Hour: "20 h", 72 * time.Hour: "3.0 d",
+	}
+	for d, want := range cases {
+		if got := Humanize(d); got != want {
+			t.Errorf("Humanize(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

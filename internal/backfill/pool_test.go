@@ -1,0 +1,73 @@
+package backfill
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corral-dev/corral/internal/build"
+)
+
+func TestResolvePools(t *testing.T) {
+	s := build.State(build.Topo("rack"), build.Racks(2, 2), build.Node().Name("a100").Model("A100").Rack("r2").Times(2))
+	cases := map[string]struct {
+		pools        []Pool
+		wantNodes    map[string][]string
+		wantProblems []string
+	}{
+		"by label": {pools: []Pool{{Name: "p", Class: "c", NodeLabels: map[string]string{build.LabelPrefix + "rack": "r1"}}},
+			wantNodes: map[string][]string{"p": {"r1-n-0", "r1-n-1"}}},
+		"by GPU count of a model, whole nodes in topology order": {pools: []Pool{{Name: "p", Class: "c", GPUs: 12, Model: "A100"}},
+			wantNodes: map[string][]string{"p": {"a100-0", "a100-1"}}},
+		"bad pools are named and left out": {
+			pools: []Pool{{Name: "ok", Class: "c", GPUs: 8}, {Name: "x", GPUs: 8}, {Name: "y", Class: "c"},
+				{Name: "z", Class: "c", GPUs: 8, Others: "Sometimes"}},
+			wantNodes: map[string][]string{"ok": {"r0-n-0"}},
+			wantProblems: []string{`pool x: no class`, `pool y: give node labels or a GPU count`,
+				`pool z: others "Sometimes" is neither Closed nor Preemptible`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, problems := Resolve(s, tc.pools)
+			nodes := map[string][]string{}
+			for _, p := range got {
+				for _, n := range p.Nodes {
+					nodes[p.Name] = append(nodes[p.Name], s.Node(n).Name)
+				}
+				if p.Others != PoolClosed {
+					t.Errorf("pool %s: default access %q, want Closed", p.Name, p.Others)
+				}
+			}
+			if diff := cmp.Diff(tc.wantNodes, nodes); diff != "" {
+				t.Errorf("nodes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantProblems, problems); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestHoldsKeepCapacityOutAndGiveItBack: holding takes a node's free
+// capacity out of the view without changing what the cluster could hold
+// empty; releasing restores it exactly.
+func TestHoldsKeepCapacityOutAndGiveItBack(t *testing.T) {
+	s := build.State(build.Topo("rack"), build.Racks(1, 2))
+	free, capacity := s.FreeMilli(), s.CapacityMilli()
+	h := NewHolds(s)
+	h.Sync(map[int]bool{0: true})
+	if got := s.FreeMilli(); got != free-8000 {
+		t.Errorf("free with node 0 held: %d, want %d", got, free-8000)
+	}
+	if s.CapacityMilli() != capacity {
+		t.Errorf("capacity changed under a hold")
+	}
+	h.Sync(map[int]bool{1: true})
+	if got := s.FreeMilli(); got != free-8000 || h.Held(0) || !h.Held(1) {
+		t.Errorf("after moving the hold: free %d, held 0 %v, held 1 %v", got, h.Held(0), h.Held(1))
+	}
+	h.ReleaseAll()
+	if got := s.FreeMilli(); got != free {
+		t.Errorf("free after release: %d, want %d", got, free)
+	}
+}

@@ -1,0 +1,186 @@
+package backfill
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Placed is one pod's share of a node.
+type Placed struct {
+	Pod   workload.PodRef
+	Node  int
+	Alloc cluster.Alloc
+}
+
+// Holder is a job holding capacity: running, or placed earlier in this cycle.
+type Holder struct {
+	Job   *workload.Job
+	Pods  []Placed
+	Start time.Time
+}
+
+// Slot is where and when a blocked gang is expected to fit.
+type Slot struct {
+	Start  time.Time
+	Level  int
+	Domain cluster.DomainID
+	// Nodes are the node indexes the gang would use, ascending.
+	Nodes []int
+	// Releases is how many running jobs must end first.
+	Releases int
+}
+
+// Earliest finds when gang g could start: it replays the expected ends of
+// the holders, in end order, onto a copy of the running view s until the
+// gang fits, and says where. Holders without a runtime estimate never end
+// (the conservative choice: their room cannot be promised). Nodes in
+// blocked (held for others) are never offered. ok is false when no replay
+// makes the gang fit.
+//
+// Between releases only the aggregates are looked at (free GPU-milli, then
+// the per-domain histograms of free GPUs per node, of the domains at the
+// gang's top level: O(domains)); the placement search runs only where the
+// aggregates say the gang might fit.
+func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Time, h *History, blocked func(n int) bool) (Slot, bool) {
+	type release struct {
+		at  time.Time
+		job workload.JobID
+		i   int
+	}
+	var rel []release
+	for i, hd := range holders {
+		d, _, ok := Runtime(h, hd.Job)
+		if !ok {
+			continue
+		}
+		end := hd.Start.Add(d)
+		if end.Before(now) {
+			// Overdue against its estimate: expected to end any moment.
+			end = now
+		}
+		rel = append(rel, release{at: end, job: hd.Job.ID, i: i})
+	}
+	sort.Slice(rel, func(a, b int) bool {
+		if !rel[a].at.Equal(rel[b].at) {
+			return rel[a].at.Before(rel[b].at)
+		}
+		if rel[a].job != rel[b].job {
+			return rel[a].job < rel[b].job
+		}
+		return rel[a].i < rel[b].i
+	})
+	top := 0
+	if g.Required >= 0 {
+		top = g.Required
+	}
+	var need int64
+	var mask cluster.ModelMask
+	for _, p := range g.Pods {
+		need += p.GPUMilliTotal()
+		if p.GPUMilliTotal() > 0 {
+			mask |= p.Mask
+		}
+	}
+	if mask == 0 {
+		mask = cluster.AllModels
+	}
+	future := s.Clone()
+	if blocked != nil {
+		// Blocked nodes offer nothing now either.
+		want := map[int]bool{}
+		for n := 0; n < future.NumNodes(); n++ {
+			if blocked(n) {
+				want[n] = true
+			}
+		}
+		NewHolds(future).Sync(want)
+	}
+	placer := placement.NewPlacer(future, placement.MostAllocated(), placement.Interconnect)
+	found := func(at time.Time, k int) (Slot, bool) {
+		if !mayFit(future, top, need, mask) || !placement.MayHold(future, g) {
+			return Slot{}, false
+		}
+		res := placer.PlaceGang(g)
+		if res.Failure != nil {
+			return Slot{}, false
+		}
+		slot := Slot{Start: at, Level: res.Level, Domain: res.Domain, Releases: k}
+		seen := map[int]bool{}
+		for _, a := range res.Assignments {
+			if !seen[a.Node] {
+				seen[a.Node] = true
+				slot.Nodes = append(slot.Nodes, a.Node)
+			}
+		}
+		sort.Ints(slot.Nodes)
+		return slot, true
+	}
+	// It may fit now already (a caller reserving ahead of placement).
+	if slot, ok := found(now, 0); ok {
+		return slot, true
+	}
+	for k := 0; k < len(rel); {
+		at := rel[k].at
+		for ; k < len(rel) && rel[k].at.Equal(at); k++ {
+			for _, p := range holders[rel[k].i].Pods {
+				if blocked != nil && blocked(p.Node) {
+					continue
+				}
+				future.Release(p.Node, p.Alloc)
+			}
+		}
+		if slot, ok := found(at, k); ok {
+			return slot, true
+		}
+	}
+	return Slot{}, false
+}
+
+// mayFit is the aggregate test: some domain at level top has the GPU-milli.
+func mayFit(s *cluster.State, top int, need int64, mask cluster.ModelMask) bool {
+	if need == 0 {
+		return true
+	}
+	for _, d := range s.DomainsAt(top) {
+		if s.DomainFreeMilli(d, mask) >= need {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe renders a slot for a pending reason, e.g. "rack r07 reserved,
+// expected start in ~40 min".
+func Describe(s *cluster.State, slot Slot, now time.Time) string {
+	where := fmt.Sprintf("%d nodes reserved", len(slot.Nodes))
+	if slot.Level > 0 {
+		where = fmt.Sprintf("%s %s reserved", s.Levels()[slot.Level], s.Domain(slot.Domain).Name)
+		if slot.Level == s.HostLevel() {
+			where = fmt.Sprintf("node %s reserved", s.Domain(slot.Domain).Name)
+		}
+	}
+	return fmt.Sprintf("%s, expected start in ~%s", where, Humanize(slot.Start.Sub(now)))
+}
+
+// Humanize renders a wait roughly: "40 min", "3 h", "2.5 d".
+func Humanize(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "1 min"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int((d+30*time.Second)/time.Minute))
+	case d < 48*time.Hour:
+		h := d.Hours()
+		if h < 10 {
+			return fmt.Sprintf("%.1f h", h)
+		}
+		return fmt.Sprintf("%.0f h", h)
+	default:
+		return fmt.Sprintf("%.1f d", d.Hours()/24)
+	}
+}

@@ -1,0 +1,675 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// MaxRuntimeAction is what happens to a job past its max runtime.
+type MaxRuntimeAction string
+
+const (
+	// Terminate stops the job for good (Eviction.Terminal): it had its
+	// declared time, as a batch system's time limit works.
+	Terminate MaxRuntimeAction = "Terminate"
+	// Requeue evicts the job back to pending; it restarts from its last
+	// checkpoint and its max runtime counts again from the new start.
+	Requeue MaxRuntimeAction = "Requeue"
+)
+
+// BackfillConfig tunes reservations and runtime limits (issue 6).
+type BackfillConfig struct {
+	// MaxReservations caps how many blocked jobs get a reservation per
+	// cycle, over all queues; 0 means 1. Each reservation keeps nodes from
+	// long jobs, so more of them trade utilization for the waits of more
+	// big jobs.
+	MaxReservations int
+	// MaxReservationsPerQueue caps them per queue; 0 means 1.
+	MaxReservationsPerQueue int
+	// OnMaxRuntime is Terminate (the default) or Requeue.
+	OnMaxRuntime MaxRuntimeAction
+	// StarveAfter is the wait after which a job's reservation is made
+	// before anything is placed, so that jobs ahead of it in the order
+	// (higher priority, other queues) must also leave its room alone unless
+	// they end first. It bounds the wait of any job that can fit: the
+	// starvation age plus the longest estimated runtime in its way. Zero
+	// means DefaultStarveAfter; negative turns it off.
+	StarveAfter time.Duration
+}
+
+// DefaultStarveAfter is the default starvation age: a day, long enough that
+// priorities order the ordinary day, short next to the week-long runs that
+// would otherwise push a big gang back again and again.
+const DefaultStarveAfter = 24 * time.Hour
+
+// backfiller is one cycle's state for reservations, EASY backfill, pools,
+// elastic jobs and runtime limits. Cycle calls it from separate steps.
+type backfiller struct {
+	cfg     BackfillConfig
+	mode    Policy
+	s       *Snapshot
+	view    *cluster.State
+	holds   *backfill.Holds
+	pools   []*backfill.ResolvedPool
+	res     []activeReservation
+	queueRs map[string]int
+	normal  int // reservations of blocked head jobs (starved ones not counted)
+	// holders are the jobs holding capacity in the view: running jobs not
+	// evicted, and the jobs placed this cycle. Index by job id in pos.
+	holders []backfill.Holder
+	pos     map[workload.JobID]int
+	gone    map[workload.JobID]bool // evicted whole this cycle
+	shrunk  map[workload.JobID]bool
+	// fifoHead is the first blocked job under strict FIFO: nobody passes it.
+	fifoHead workload.JobID
+	// heldKey is the admit key the holds were last synced for, over heldRes
+	// reservations (a new reservation changes what a key means).
+	synced  bool
+	heldKey string
+	heldRes int
+	// room is the cycle's preemption (issue 5), nil without it. Each side
+	// must leave alone the jobs the other evicted: releasing a pod twice
+	// would free capacity that is not there.
+	room     *roomMaker
+	seenEvs  int
+	otherEvs map[workload.JobID]bool // jobs evicted by other steps
+}
+
+type activeReservation struct {
+	job   *workload.Job
+	slot  backfill.Slot
+	nodes map[int]bool
+}
+
+func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.State) *backfiller {
+	if cfg.MaxReservations <= 0 {
+		cfg.MaxReservations = 1
+	}
+	if cfg.MaxReservationsPerQueue <= 0 {
+		cfg.MaxReservationsPerQueue = 1
+	}
+	if cfg.OnMaxRuntime == "" {
+		cfg.OnMaxRuntime = Terminate
+	}
+	if cfg.StarveAfter == 0 {
+		cfg.StarveAfter = DefaultStarveAfter
+	}
+	b := &backfiller{cfg: cfg, mode: mode, s: s, view: view, holds: backfill.NewHolds(view),
+		queueRs: map[string]int{}, pos: map[workload.JobID]int{}, gone: map[workload.JobID]bool{},
+		shrunk: map[workload.JobID]bool{}, otherEvs: map[workload.JobID]bool{}}
+	running := append([]RunningJob(nil), s.Running...)
+	sort.Slice(running, func(a, c int) bool { return running[a].Job.ID < running[c].Job.ID })
+	for _, rj := range running {
+		h := backfill.Holder{Job: rj.Job, Start: rj.Start}
+		for _, p := range rj.Pods {
+			h.Pods = append(h.Pods, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+		}
+		b.pos[rj.Job.ID] = len(b.holders)
+		b.holders = append(b.holders, h)
+	}
+	return b
+}
+
+// resolvePools reads the snapshot's pools; only corral honours them (the
+// baselines are today's behaviour).
+func (b *backfiller) resolvePools(plan *Plan) {
+	if b.mode != Corral {
+		return
+	}
+	b.pools, plan.PoolProblems = backfill.Resolve(b.view, b.s.Pools)
+}
+
+// enforceMaxRuntime evicts every running job past its max runtime and gives
+// its capacity back to the view.
+func (b *backfiller) enforceMaxRuntime(plan *Plan) {
+	running := append([]RunningJob(nil), b.s.Running...)
+	sort.Slice(running, func(a, c int) bool { return running[a].Job.ID < running[c].Job.ID })
+	for _, rj := range running {
+		maxRun := rj.Job.MaxRuntime
+		ran := RunFor(rj, b.s.Now)
+		if maxRun <= 0 || ran < maxRun || len(rj.Pods) == 0 {
+			continue
+		}
+		ev := Eviction{Job: rj.Job.ID, Cause: CauseMaxRuntime, LostGPUSeconds: RestartCost(rj, nil, b.s.Now)}
+		for _, p := range rj.Pods {
+			ev.Pods = append(ev.Pods, p.Pod)
+			b.view.Release(p.NodeIndex, p.Alloc)
+		}
+		what := "terminated"
+		if b.cfg.OnMaxRuntime == Requeue {
+			what = "requeued from its last checkpoint"
+		} else {
+			ev.Terminal = true
+			ev.LostGPUSeconds = 0 // it ends: nothing is run again
+		}
+		ev.Message = fmt.Sprintf("ran %s, past its max runtime %s: %s", ran.Round(time.Second), maxRun, what)
+		plan.Evictions = append(plan.Evictions, ev)
+		b.gone[rj.Job.ID] = true
+	}
+	b.seenEvs = len(plan.Evictions)
+}
+
+// admit sets the holds for job j: nodes reserved for a job j cannot finish
+// before, and pools j may not use. It returns a key for the shape cache
+// (identical gangs with different holds are not interchangeable). The holds
+// change only when the key does, so a long queue of alike jobs costs one
+// comparison each.
+func (b *backfiller) admit(j *workload.Job) string {
+	if len(b.res) == 0 && len(b.pools) == 0 {
+		return ""
+	}
+	var key strings.Builder
+	for i, r := range b.res {
+		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
+			fmt.Fprintf(&key, "r%d", i)
+		}
+	}
+	for _, p := range b.pools {
+		if !p.Admits(j) {
+			fmt.Fprintf(&key, "p%s", p.Name)
+		}
+	}
+	k := key.String()
+	if b.synced && k == b.heldKey && len(b.res) == b.heldRes {
+		return k
+	}
+	want := map[int]bool{}
+	for _, r := range b.res {
+		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
+			for n := range r.nodes {
+				want[n] = true
+			}
+		}
+	}
+	for _, p := range b.pools {
+		if !p.Admits(j) {
+			for _, n := range p.Nodes {
+				want[n] = true
+			}
+		}
+	}
+	b.holds.Sync(want)
+	b.synced, b.heldKey, b.heldRes = true, k, len(b.res)
+	return k
+}
+
+// endsBefore reports whether j, started now, is expected to end by t. A job
+// without any estimate is assumed never to end.
+func (b *backfiller) endsBefore(j *workload.Job, t time.Time) bool {
+	d, _, ok := backfill.Runtime(b.s.Runtimes, j)
+	return ok && !b.s.Now.Add(d).After(t)
+}
+
+// placed records a job placed this cycle as a holder and counts it as
+// backfilled when it took reserved nodes.
+func (b *backfiller) placed(j *workload.Job, gb GangBind, plan *Plan) {
+	b.syncEvictions(plan)
+	h := backfill.Holder{Job: j, Start: b.s.Now}
+	onReserved := false
+	for _, p := range gb.Pods {
+		h.Pods = append(h.Pods, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+		for _, r := range b.res {
+			onReserved = onReserved || (r.job.ID != j.ID && r.nodes[p.NodeIndex])
+		}
+	}
+	if onReserved {
+		plan.Stats.Backfilled++
+	}
+	if i, ok := b.pos[j.ID]; ok {
+		b.holders[i].Pods = append(b.holders[i].Pods, h.Pods...)
+		return
+	}
+	b.pos[j.ID] = len(b.holders)
+	b.holders = append(b.holders, h)
+}
+
+// fifoBlocked says whether j must wait behind the strict-FIFO head.
+func (b *backfiller) fifoBlocked() (Reason, bool) {
+	if b.fifoHead == "" {
+		return Reason{}, false
+	}
+	return Reason{Verdict: placement.WaitFree, Level: cluster.LevelCluster,
+		Message: fmt.Sprintf("strict FIFO: waiting behind job %s", b.fifoHead)}, true
+}
+
+// blocked is called for a job that could not be placed now.
+func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *Plan) Reason {
+	if r.Verdict != placement.WaitFree {
+		return r
+	}
+	switch b.mode {
+	case FIFO:
+		if b.fifoHead == "" {
+			b.fifoHead = j.ID
+		}
+		return r
+	case Corral:
+		return b.reserve(j, g, r, plan)
+	}
+	return r
+}
+
+// reserveStarved gives the job that has waited longest past the starvation
+// age a reservation before anything is placed. Among starved jobs age wins
+// over priority and queue order: that is what bounds the wait. Starved jobs
+// that fit now are reserved too (their room is theirs this cycle) and do not
+// count: the walk stops at the first starved job that has to wait.
+func (b *backfiller) reserveStarved(order []int, plan *Plan) {
+	if b.mode != Corral || b.cfg.StarveAfter < 0 {
+		return
+	}
+	var starved []int
+	for _, i := range order {
+		pj := b.s.Pending[i]
+		if pj.Waiting == nil && b.s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
+			starved = append(starved, i)
+		}
+	}
+	sort.SliceStable(starved, func(a, c int) bool {
+		x, y := b.s.Pending[starved[a]].Job, b.s.Pending[starved[c]].Job
+		if !x.Submit.Equal(y.Submit) {
+			return x.Submit.Before(y.Submit)
+		}
+		return x.ID < y.ID
+	})
+	reserved := map[int]bool{}
+	for _, i := range starved {
+		pj := b.s.Pending[i]
+		pods, _, ok := resolvePods(b.view, pj)
+		if !ok {
+			continue
+		}
+		g, _, ok := gangOf(b.view, pj.Job, pods)
+		if !ok || placement.CheckNeverFits(b.view, g) != nil {
+			continue
+		}
+		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, func(n int) bool { return reserved[n] })
+		if !ok {
+			continue
+		}
+		b.add(pj.Job, slot, plan)
+		plan.Stats.StarvedReservations++
+		for _, n := range slot.Nodes {
+			reserved[n] = true
+		}
+		if slot.Start.After(b.s.Now) {
+			return
+		}
+	}
+}
+
+// reservationOf returns the index of j's reservation, or -1.
+func (b *backfiller) reservationOf(j workload.JobID) int {
+	for i, r := range b.res {
+		if r.job.ID == j {
+			return i
+		}
+	}
+	return -1
+}
+
+// live lists the holders still holding capacity.
+func (b *backfiller) live() []backfill.Holder {
+	var out []backfill.Holder
+	for _, h := range b.holders {
+		if !b.gone[h.Job.ID] && len(h.Pods) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// reserve gives a blocked job a reservation if the caps allow: the earliest
+// time its gang fits once running jobs end, and the domain where.
+func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *Plan) Reason {
+	if i := b.reservationOf(j.ID); i >= 0 {
+		// Reserved as a starved job: say so.
+		r.Level, r.Best, r.BestFits = plan.Reservations[i].Level, plan.Reservations[i].Domain, 0
+		r.Message = backfill.Describe(b.view, b.res[i].slot, b.s.Now) + " (waiting past the starvation age); " + r.Message
+		return r
+	}
+	if b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
+		return r
+	}
+	b.normal++
+	b.queueRs[j.Queue]++
+	b.syncEvictions(plan)
+	slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, b.holds.Held)
+	if !ok {
+		if len(b.s.Running) > 0 {
+			// Without running jobs nothing corral knows will free the room:
+			// blaming estimates would mislead.
+			r.Message += "; no reservation: the jobs in its way have no runtime estimate"
+		}
+		return r
+	}
+	rv := b.add(j, slot, plan)
+	r.Level, r.Best, r.BestFits = rv.Level, rv.Domain, 0
+	r.Message = backfill.Describe(b.view, slot, b.s.Now) + "; " + r.Message
+	return r
+}
+
+// add records a reservation and puts it in the plan.
+func (b *backfiller) add(j *workload.Job, slot backfill.Slot, plan *Plan) Reservation {
+	ar := activeReservation{job: j, slot: slot, nodes: map[int]bool{}}
+	rv := Reservation{Job: j.ID, Start: slot.Start, Level: cluster.LevelCluster, Domain: cluster.LevelCluster}
+	if slot.Level > 0 {
+		rv.Level, rv.Domain = b.view.Levels()[slot.Level], b.view.Domain(slot.Domain).Name
+	}
+	for _, n := range slot.Nodes {
+		ar.nodes[n] = true
+		rv.Nodes = append(rv.Nodes, b.view.Node(n).Name)
+	}
+	b.res = append(b.res, ar)
+	plan.Reservations = append(plan.Reservations, rv)
+	return rv
+}
+
+// shrinkFor takes pods above their minimum from running elastic jobs of no
+// higher priority than j, lowest priority and latest start first, until j's
+// gang fits. It runs before any preemption: a shrunk job keeps running. If
+// shrinking cannot make room, nothing is shrunk.
+func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g placement.Gang, plan *Plan) (placement.Result, bool) {
+	if b.mode != Corral {
+		return placement.Result{}, false
+	}
+	b.syncEvictions(plan)
+	var cands []RunningJob
+	for _, rj := range b.s.Running {
+		if rj.Job.ID != j.ID && !b.gone[rj.Job.ID] && !b.shrunk[rj.Job.ID] && !b.otherEvs[rj.Job.ID] &&
+			rj.Job.Priority <= j.Priority && len(rj.Pods) > rj.Job.GangMin() {
+			cands = append(cands, rj)
+		}
+	}
+	if len(cands) == 0 {
+		return placement.Result{}, false
+	}
+	sort.Slice(cands, func(a, c int) bool {
+		x, y := cands[a], cands[c]
+		if x.Job.Priority != y.Job.Priority {
+			return x.Job.Priority < y.Job.Priority
+		}
+		if !x.Start.Equal(y.Start) {
+			return x.Start.After(y.Start)
+		}
+		return x.Job.ID < y.Job.ID
+	})
+	var cuts []cut
+	for _, rj := range cands {
+		pods := append([]PodBind(nil), rj.Pods...)
+		sort.Slice(pods, func(a, c int) bool { return podLess(pods[c].Pod, pods[a].Pod) })
+		cuts = append(cuts, cut{rj: rj})
+		last := &cuts[len(cuts)-1]
+		// One pod at a time, highest ordinal first: take no more than needed.
+		for _, p := range pods[:len(pods)-rj.Job.GangMin()] {
+			b.view.Release(p.NodeIndex, p.Alloc)
+			b.holds.Refresh()
+			last.pods = append(last.pods, p)
+			res := placer.PlaceGang(g)
+			if res.Failure != nil {
+				continue
+			}
+			b.commitShrink(j, cuts, plan)
+			return res, true
+		}
+	}
+	b.restore(func() {
+		for _, c := range cuts {
+			for _, p := range c.pods {
+				_ = b.view.Allocate(p.NodeIndex, p.Alloc)
+			}
+		}
+	})
+	return placement.Result{}, false
+}
+
+type cut struct {
+	rj   RunningJob
+	pods []PodBind
+}
+
+// commitShrink turns the pods taken in a successful shrink into evictions.
+func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
+	for _, c := range cuts {
+		if len(c.pods) == 0 {
+			continue
+		}
+		ev := Eviction{Job: c.rj.Job.ID, Cause: CauseShrink, By: j.ID,
+			Message: fmt.Sprintf("shrunk by %d pods (to %d, its minimum %d) for job %s",
+				len(c.pods), len(c.rj.Pods)-len(c.pods), c.rj.Job.GangMin(), j.ID)}
+		gone := map[workload.PodRef]bool{}
+		for _, p := range c.pods {
+			ev.Pods = append(ev.Pods, p.Pod)
+			gone[p.Pod] = true
+		}
+		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
+		// The pods cut lose their work since the last checkpoint, as a
+		// preemption of them would.
+		ev.LostGPUSeconds = RestartCost(c.rj, ev.Pods, b.s.Now)
+		plan.Evictions = append(plan.Evictions, ev)
+		b.shrunk[c.rj.Job.ID] = true
+		b.taken(c.rj.Job.ID)
+		if i, ok := b.pos[c.rj.Job.ID]; ok {
+			var keep []backfill.Placed
+			for _, p := range c.rj.Pods {
+				if !gone[p.Pod] {
+					keep = append(keep, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+				}
+			}
+			b.holders[i].Pods = keep
+		}
+	}
+}
+
+// reclaimPool evicts jobs of other classes that backfill a pool of j's
+// class, cheapest restart first, until j fits. If that cannot make room,
+// nothing is evicted.
+func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g placement.Gang, plan *Plan) (placement.Result, bool) {
+	var pools []*backfill.ResolvedPool
+	for _, p := range b.pools {
+		if p.Class == j.Class && p.Others == backfill.PoolPreemptible {
+			pools = append(pools, p)
+		}
+	}
+	if len(pools) == 0 {
+		return placement.Result{}, false
+	}
+	b.syncEvictions(plan)
+	var cands []RunningJob
+	for _, rj := range b.s.Running {
+		if rj.Job.Class == j.Class || b.gone[rj.Job.ID] || b.shrunk[rj.Job.ID] || b.otherEvs[rj.Job.ID] {
+			continue
+		}
+		in := false
+		for _, p := range rj.Pods {
+			for _, pl := range pools {
+				in = in || pl.Has(p.NodeIndex)
+			}
+		}
+		if in {
+			cands = append(cands, rj)
+		}
+	}
+	costs := map[workload.JobID]float64{}
+	for _, rj := range cands {
+		costs[rj.Job.ID] = RestartCost(rj, nil, b.s.Now)
+	}
+	sort.Slice(cands, func(a, c int) bool {
+		x, y := cands[a], cands[c]
+		if costs[x.Job.ID] != costs[y.Job.ID] {
+			return costs[x.Job.ID] < costs[y.Job.ID]
+		}
+		return x.Job.ID < y.Job.ID
+	})
+	var taken []RunningJob
+	for _, rj := range cands {
+		for _, p := range rj.Pods {
+			b.view.Release(p.NodeIndex, p.Alloc)
+		}
+		b.holds.Refresh()
+		taken = append(taken, rj)
+		res := placer.PlaceGang(g)
+		if res.Failure != nil {
+			continue
+		}
+		for _, t := range taken {
+			ev := Eviction{Job: t.Job.ID, Cause: CauseReclaim, By: j.ID, LostGPUSeconds: costs[t.Job.ID],
+				Message: fmt.Sprintf("held capacity taken back for job %s of class %q", j.ID, j.Class)}
+			for _, p := range t.Pods {
+				ev.Pods = append(ev.Pods, p.Pod)
+			}
+			plan.Evictions = append(plan.Evictions, ev)
+			b.gone[t.Job.ID] = true
+			b.taken(t.Job.ID)
+		}
+		return res, true
+	}
+	b.restore(func() {
+		for _, t := range taken {
+			for _, p := range t.Pods {
+				_ = b.view.Allocate(p.NodeIndex, p.Alloc)
+			}
+		}
+	})
+	return placement.Result{}, false
+}
+
+// restore gives back capacity taken out of the view on a trial: holds are
+// lifted so the exact allocations fit again, then taken anew.
+func (b *backfiller) restore(fn func()) {
+	held := map[int]bool{}
+	for n := 0; n < b.view.NumNodes(); n++ {
+		if b.holds.Held(n) {
+			held[n] = true
+		}
+	}
+	b.holds.ReleaseAll()
+	fn()
+	b.holds.Sync(held)
+}
+
+// grow places missing pods of running elastic jobs into idle capacity, but
+// only when no job is left waiting for room: grown pods are the first given
+// back (shrinkFor) when one arrives.
+func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
+	if b.mode != Corral {
+		return
+	}
+	for _, p := range plan.Pending {
+		if p.Reason.Verdict == placement.WaitFree {
+			return
+		}
+	}
+	b.syncEvictions(plan)
+	running := append([]RunningJob(nil), b.s.Running...)
+	sort.Slice(running, func(a, c int) bool {
+		x, y := running[a].Job, running[c].Job
+		if x.Priority != y.Priority {
+			return x.Priority > y.Priority
+		}
+		if !running[a].Start.Equal(running[c].Start) {
+			return running[a].Start.Before(running[c].Start)
+		}
+		return x.ID < y.ID
+	})
+	for _, rj := range running {
+		j := rj.Job
+		if b.gone[j.ID] || b.shrunk[j.ID] || b.otherEvs[j.ID] || j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
+			continue
+		}
+		have := map[workload.PodRef]bool{}
+		for _, p := range rj.Pods {
+			have[p.Pod] = true
+		}
+		within := cluster.DomainID(0)
+		if lv := b.view.LevelIndex(j.Topology.Required); lv > 0 {
+			within = b.view.NodeDomain(rj.Pods[0].NodeIndex, lv)
+		}
+		b.admit(j)
+		var res placement.Result
+		j.EachPod(func(ref workload.PodRef, r workload.Request) {
+			if have[ref] || j.Validate() != nil {
+				return
+			}
+			pr, _ := placement.Resolve(b.view, ref, r)
+			if a, ok := placer.PlacePod(&pr, within); ok {
+				res.Assignments = append(res.Assignments, a)
+			}
+		})
+		placer.Commit()
+		if len(res.Assignments) == 0 {
+			continue
+		}
+		gb := bindOf(b.view, j.ID, res)
+		plan.Binds = append(plan.Binds, gb)
+		plan.Stats.PodsGrown += len(gb.Pods)
+		b.placed(j, gb, plan)
+	}
+}
+
+// attach links the cycle's preemption: the jobs stopped at their max
+// runtime are no victims for it.
+func (b *backfiller) attach(room *roomMaker) {
+	b.room = room
+	for id := range b.gone {
+		b.taken(id)
+	}
+}
+
+// taken tells preemption that a backfill step evicted (part of) job id.
+func (b *backfiller) taken(id workload.JobID) {
+	if b.room != nil {
+		b.room.gone[id] = true
+	}
+}
+
+// syncEvictions takes note of evictions other steps added to the plan: their
+// jobs are no candidates for shrinking, pools or growth, and their pods no
+// longer hold capacity in a reservation's replay. Holds are taken again, as
+// the victims may have freed capacity on held nodes.
+func (b *backfiller) syncEvictions(plan *Plan) {
+	if b.seenEvs == len(plan.Evictions) {
+		return
+	}
+	for _, ev := range plan.Evictions[b.seenEvs:] {
+		if b.gone[ev.Job] || b.shrunk[ev.Job] {
+			continue // one of ours
+		}
+		b.otherEvs[ev.Job] = true
+		i, ok := b.pos[ev.Job]
+		if !ok {
+			continue
+		}
+		out := map[workload.PodRef]bool{}
+		for _, p := range ev.Pods {
+			out[p] = true
+		}
+		var keep []backfill.Placed
+		for _, p := range b.holders[i].Pods {
+			if !out[p.Pod] {
+				keep = append(keep, p)
+			}
+		}
+		b.holders[i].Pods = keep
+	}
+	b.seenEvs = len(plan.Evictions)
+	b.holds.Refresh()
+}
+
+// finish lifts every hold: the view is the cycle's alone, but a clean view
+// keeps later steps (other helpers' steps) from seeing held capacity as used.
+func (b *backfiller) finish() { b.holds.ReleaseAll() }
+
+func podLess(a, c workload.PodRef) bool {
+	if a.PodSet != c.PodSet {
+		return a.PodSet < c.PodSet
+	}
+	return a.Index < c.Index
+}

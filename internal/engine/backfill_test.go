@@ -1,0 +1,561 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+var bfEpoch = time.Unix(0, 0).UTC()
+
+// world is a tiny driver: it runs cycles, applies plans and ends jobs when
+// their expected runtime is over (the estimates are exact here).
+type world struct {
+	t       *testing.T
+	s       *cluster.State
+	eng     *Engine
+	now     time.Time
+	running map[workload.JobID]*RunningJob
+	ends    map[workload.JobID]time.Time
+	pending []PendingJob
+	started map[workload.JobID]time.Time
+	pools   []backfill.Pool
+	hist    *backfill.History
+}
+
+func newWorld(t *testing.T, s *cluster.State, cfg Config) *world {
+	return &world{t: t, s: s, eng: New(cfg), now: bfEpoch, running: map[workload.JobID]*RunningJob{},
+		ends: map[workload.JobID]time.Time{}, started: map[workload.JobID]time.Time{}}
+}
+
+// run starts j now with pod i taking whole GPUs on nodes[i].
+func (w *world) run(j *workload.Job, nodes ...string) {
+	w.t.Helper()
+	rj := &RunningJob{Job: j, Start: w.now}
+	i := 0
+	j.EachPod(func(ref workload.PodRef, r workload.Request) {
+		if i >= len(nodes) {
+			return
+		}
+		n, ok := w.s.NodeIndex(nodes[i])
+		if !ok {
+			w.t.Fatalf("no node %s", nodes[i])
+		}
+		a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
+		k := 0
+		for d, f := range w.s.GPUFree(n) {
+			if f == 1000 && k < r.GPUs {
+				a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: 1000})
+				k++
+			}
+		}
+		if err := w.s.Allocate(n, a); err != nil {
+			w.t.Fatal(err)
+		}
+		rj.Pods = append(rj.Pods, PodBind{Pod: ref, Node: nodes[i], NodeIndex: n, Alloc: a})
+		i++
+	})
+	w.running[j.ID] = rj
+	w.ends[j.ID] = w.now.Add(j.ExpectedRuntime)
+	w.started[j.ID] = w.now
+}
+
+func (w *world) submit(jobs ...*workload.Job) {
+	for _, j := range jobs {
+		w.pending = append(w.pending, PendingJob{Job: j})
+	}
+}
+
+func (w *world) cycle() Plan {
+	w.t.Helper()
+	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist}
+	ids := make([]string, 0, len(w.running))
+	for id := range w.running {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		snap.Running = append(snap.Running, *w.running[workload.JobID(id)])
+	}
+	plan := w.eng.Cycle(snap)
+	for _, ev := range plan.Evictions {
+		rj := w.running[ev.Job]
+		gone := map[workload.PodRef]bool{}
+		for _, p := range ev.Pods {
+			gone[p] = true
+		}
+		var keep []PodBind
+		for _, p := range rj.Pods {
+			if gone[p.Pod] {
+				w.s.Release(p.NodeIndex, p.Alloc)
+			} else {
+				keep = append(keep, p)
+			}
+		}
+		rj.Pods = keep
+		if len(keep) == 0 {
+			delete(w.running, ev.Job)
+		}
+	}
+	placed := map[workload.JobID]bool{}
+	for _, b := range plan.Binds {
+		for _, p := range b.Pods {
+			if err := w.s.Allocate(p.NodeIndex, p.Alloc); err != nil {
+				w.t.Fatalf("bind of %s does not apply: %v", b.Job, err)
+			}
+		}
+		if rj, ok := w.running[b.Job]; ok {
+			rj.Pods = append(rj.Pods, b.Pods...)
+			continue
+		}
+		var j *workload.Job
+		for _, pj := range w.pending {
+			if pj.Job.ID == b.Job {
+				j = pj.Job
+			}
+		}
+		w.running[b.Job] = &RunningJob{Job: j, Pods: b.Pods, Start: w.now}
+		w.ends[b.Job] = w.now.Add(j.ExpectedRuntime)
+		w.started[b.Job] = w.now
+		placed[b.Job] = true
+	}
+	kept := w.pending[:0]
+	for _, pj := range w.pending {
+		if !placed[pj.Job.ID] {
+			kept = append(kept, pj)
+		}
+	}
+	w.pending = kept
+	return plan
+}
+
+// advance moves the clock, ending the jobs due by then.
+func (w *world) advance(to time.Time) {
+	var due []string
+	for id, end := range w.ends {
+		if !end.After(to) {
+			due = append(due, string(id))
+		}
+	}
+	sort.Strings(due)
+	for _, id := range due {
+		if rj, ok := w.running[workload.JobID(id)]; ok {
+			for _, p := range rj.Pods {
+				w.s.Release(p.NodeIndex, p.Alloc)
+			}
+			delete(w.running, workload.JobID(id))
+		}
+		delete(w.ends, workload.JobID(id))
+	}
+	w.now = to
+}
+
+func min8(id string, minutes int) *workload.Job {
+	return build.Job(id).GPUs(8).Expected(time.Duration(minutes) * time.Minute).Obj()
+}
+
+// TestHeadGangStartsAtItsReservation: a 4-node gang is blocked by two jobs
+// ending at 40 and 100 min while two 8-GPU jobs of 20 min arrive every 10
+// min (more than the rack can run).
+// corral starts the gang when the last job in its way ends; greedy lets the
+// small jobs take every node that frees and the gang waits on.
+func TestHeadGangStartsAtItsReservation(t *testing.T) {
+	cases := map[string]struct {
+		policy Policy
+		want   time.Duration // start of the gang; -1: not within the horizon
+	}{
+		"corral reserves the rack": {policy: Corral, want: 100 * time.Minute},
+		"greedy starves the gang":  {policy: Greedy, want: -1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 4)), Config{Policy: tc.policy})
+			w.run(build.Job("long").GPUs(8).Pods(2).Expected(100*time.Minute).Obj(), "r0-n-0", "r0-n-1")
+			w.run(min8("short", 40), "r0-n-2")
+			w.run(min8("early", 10), "r0-n-3")
+			head := build.Job("head").GPUs(8).Pods(4).Required("rack").Expected(time.Hour).Submit(0).Obj()
+			w.submit(head)
+			var firstRes []Reservation
+			for k := 0; k <= 30; k++ {
+				if k > 0 {
+					w.advance(bfEpoch.Add(time.Duration(k) * 10 * time.Minute))
+					for _, x := range []string{"a", "b"} {
+						w.submit(build.Job(fmt.Sprintf("small-%02d%s", k, x)).GPUs(8).Submit(int64(k * 600)).
+							Expected(20 * time.Minute).Obj())
+					}
+				}
+				p := w.cycle()
+				if k == 0 {
+					firstRes = p.Reservations
+				}
+			}
+			got := time.Duration(-1)
+			if at, ok := w.started["head"]; ok {
+				got = at.Sub(bfEpoch)
+			}
+			if got != tc.want {
+				t.Errorf("gang started at %v, want %v", got, tc.want)
+			}
+			if tc.policy == Corral {
+				want := []Reservation{{Job: "head", Level: "rack", Domain: "r0",
+					Nodes: []string{"r0-n-0", "r0-n-1", "r0-n-2", "r0-n-3"}, Start: bfEpoch.Add(100 * time.Minute)}}
+				if diff := cmp.Diff(want, firstRes); diff != "" {
+					t.Errorf("first reservation (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestBackfillNeverDelaysTheReservation: the head gang needs rack r0 (two
+// nodes, one busy until 60 min); r1 has one free node. Which job may start
+// now, where, and the reservation start recomputed after it did.
+func TestBackfillNeverDelaysTheReservation(t *testing.T) {
+	cases := map[string]struct {
+		job        *workload.Job
+		wantPlaced bool
+		wantNodes  []string
+		backfilled int
+	}{
+		"ends before the reservation: backfills r0": {job: build.Job("b").GPUs(8).Pods(2).Expected(50 * time.Minute).Obj(),
+			wantPlaced: true, wantNodes: []string{"r0-n-1", "r1-n-0"}, backfilled: 1},
+		"ends after it: only outside the reserved rack": {job: min8("b", 90), wantPlaced: true, wantNodes: []string{"r1-n-0"}},
+		"ends after it and needs the rack: waits":       {job: build.Job("b").GPUs(8).Pods(2).Expected(90 * time.Minute).Obj()},
+		"no estimate and needs the rack: waits":         {job: build.Job("b").GPUs(8).Pods(2).Obj()},
+		"max runtime bounds it: backfills": {job: build.Job("b").GPUs(8).Pods(2).MaxRuntime(time.Hour).Obj(),
+			wantPlaced: true, wantNodes: []string{"r0-n-1", "r1-n-0"}, backfilled: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(1, 2), build.Node().Name("r1-n").Rack("r1").Times(1))
+			w := newWorld(t, s, Config{Policy: Corral})
+			w.run(min8("busy", 60), "r0-n-0")
+			head := build.Job("head").GPUs(8).Pods(2).Required("rack").Expected(time.Hour).Priority(10).Obj()
+			w.submit(head, tc.job)
+			p := w.cycle()
+			got := outcomeOf(p, "b")
+			if got.Placed != tc.wantPlaced || !cmp.Equal(got.Nodes, tc.wantNodes) {
+				t.Fatalf("job b: placed %v on %v, want %v on %v", got.Placed, got.Nodes, tc.wantPlaced, tc.wantNodes)
+			}
+			if p.Stats.Backfilled != tc.backfilled {
+				t.Errorf("Backfilled = %d, want %d", p.Stats.Backfilled, tc.backfilled)
+			}
+			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(bfEpoch.Add(time.Hour)) {
+				t.Fatalf("reservations %+v, want head at 60 min", p.Reservations)
+			}
+			// Later cycles never push the reservation back.
+			for _, at := range []time.Duration{10 * time.Minute, 50 * time.Minute} {
+				w.advance(bfEpoch.Add(at))
+				p = w.cycle()
+				if _, ok := w.started["head"]; ok {
+					t.Fatalf("head started at %v, before its reservation", at)
+				}
+				if len(p.Reservations) != 1 || p.Reservations[0].Start.After(bfEpoch.Add(time.Hour)) {
+					t.Errorf("at %v: reservations %+v, want no later than 60 min", at, p.Reservations)
+				}
+			}
+			w.advance(bfEpoch.Add(time.Hour))
+			w.cycle()
+			if at, ok := w.started["head"]; !ok || !at.Equal(bfEpoch.Add(time.Hour)) {
+				t.Errorf("head started at %v (%v), want 60 min", at.Sub(bfEpoch), ok)
+			}
+		})
+	}
+}
+
+func TestReservationReason(t *testing.T) {
+	w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral})
+	w.run(min8("a", 40), "r0-n-0")
+	w.run(min8("b", 90), "r1-n-0")
+	w.submit(build.Job("head").GPUs(8).Pods(2).Required("rack").Obj())
+	p := w.cycle()
+	if len(p.Pending) != 1 {
+		t.Fatalf("pending %+v", p.Pending)
+	}
+	r := p.Pending[0].Reason
+	if r.Verdict != placement.WaitFree || r.Level != "rack" || r.Best != "r0" ||
+		!strings.HasPrefix(r.Message, "rack r0 reserved, expected start in ~40 min; ") {
+		t.Errorf("reason %+v", r)
+	}
+}
+
+// TestReservationCap: one reservation per cycle by default, more by config.
+func TestReservationCap(t *testing.T) {
+	cases := map[string]struct {
+		cfg  BackfillConfig
+		want int
+	}{
+		"default: one":               {want: 1},
+		"two overall, one per queue": {cfg: BackfillConfig{MaxReservations: 2}, want: 1},
+		"two overall, two per queue": {cfg: BackfillConfig{MaxReservations: 2, MaxReservationsPerQueue: 2}, want: 2},
+		"two per queue, one overall": {cfg: BackfillConfig{MaxReservationsPerQueue: 2}, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral, Backfill: tc.cfg})
+			w.run(min8("a", 40), "r0-n-0")
+			w.run(min8("b", 90), "r1-n-0")
+			w.submit(build.Job("h1").GPUs(8).Pods(2).Required("rack").Submit(1).Obj(),
+				build.Job("h2").GPUs(8).Pods(2).Required("rack").Submit(2).Obj())
+			p := w.cycle()
+			if len(p.Reservations) != tc.want {
+				t.Errorf("%d reservations (%+v), want %d", len(p.Reservations), p.Reservations, tc.want)
+			}
+			if tc.want == 2 && p.Reservations[1].Domain != "r1" {
+				t.Errorf("second reservation in %s, want r1 (r0 is the first's)", p.Reservations[1].Domain)
+			}
+		})
+	}
+}
+
+// TestStrictFIFO: behind a blocked head nobody starts under fifo.
+func TestStrictFIFO(t *testing.T) {
+	cases := map[Policy]bool{FIFO: false, Greedy: true, Corral: true}
+	for pol, wantPlaced := range cases {
+		t.Run(string(pol), func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: pol})
+			w.run(min8("busy", 60), "r0-n-0")
+			w.submit(build.Job("head").GPUs(8).Pods(2).Obj(), min8("small", 30))
+			p := w.cycle()
+			if got := outcomeOf(p, "small").Placed; got != wantPlaced {
+				t.Errorf("small placed = %v, want %v (%+v)", got, wantPlaced, p.Pending)
+			}
+		})
+	}
+}
+
+// TestHeldCapacity: rack r1 is a pool for class "prefill".
+func TestHeldCapacity(t *testing.T) {
+	pool := func(others backfill.PoolAccess) backfill.Pool {
+		return backfill.Pool{Name: "prefill", Class: "prefill", NodeLabels: map[string]string{build.LabelPrefix + "rack": "r1"}, Others: others}
+	}
+	cases := map[string]struct {
+		pool      backfill.Pool
+		runOnPool *workload.Job // running on r1-n-0 and r1-n-1 before the cycle
+		job       *workload.Job
+		wantNodes []string // nil: stays pending
+		wantEvict []workload.JobID
+	}{
+		"closed: others wait, the pool stays idle": {pool: pool(backfill.PoolClosed),
+			job: build.Job("j").GPUs(8).Preemptible().Expected(time.Hour).Obj()},
+		"closed: the class gets it": {pool: pool(backfill.PoolClosed),
+			job: build.Job("j").GPUs(8).Class("prefill").Obj(), wantNodes: []string{"r1-n-0"}},
+		"preemptible: a preemptible job backfills it": {pool: pool(backfill.PoolPreemptible),
+			job: build.Job("j").GPUs(8).Preemptible().Obj(), wantNodes: []string{"r1-n-0"}},
+		"preemptible: a non-preemptible job does not": {pool: pool(backfill.PoolPreemptible),
+			job: build.Job("j").GPUs(8).Obj()},
+		"preemptible: the class takes it back": {pool: pool(backfill.PoolPreemptible),
+			runOnPool: build.Job("other").GPUs(8).Pods(2).Preemptible().Expected(time.Hour).Obj(),
+			job:       build.Job("j").GPUs(8).Class("prefill").Obj(), wantNodes: []string{"r1-n-0"}, wantEvict: []workload.JobID{"other"}},
+		"by GPU count: the first node of the model": {pool: backfill.Pool{Name: "p", Class: "prefill", GPUs: 8, Model: "H100"},
+			job: build.Job("j").GPUs(8).Obj()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral})
+			w.pools = []backfill.Pool{tc.pool}
+			w.run(build.Job("r0busy").GPUs(8).Pods(2).Expected(time.Hour).Obj(), "r0-n-0", "r0-n-1")
+			if tc.runOnPool != nil {
+				w.run(tc.runOnPool, "r1-n-0", "r1-n-1")
+			}
+			if tc.pool.GPUs > 0 {
+				// The count pool is r0-n-0: free it, fill r1.
+				w.advance(bfEpoch.Add(time.Hour))
+				w.run(build.Job("r1busy").GPUs(8).Pods(2).Expected(time.Hour).Obj(), "r1-n-0", "r1-n-1")
+				w.run(min8("r0n1", 60), "r0-n-1")
+			}
+			w.submit(tc.job)
+			p := w.cycle()
+			if got := outcomeOf(p, "j").Nodes; !cmp.Equal(got, tc.wantNodes) {
+				t.Errorf("j placed on %v, want %v (pending %+v)", got, tc.wantNodes, p.Pending)
+			}
+			var evicted []workload.JobID
+			for _, ev := range p.Evictions {
+				evicted = append(evicted, ev.Job)
+				if ev.Cause != CauseReclaim || ev.By != "j" {
+					t.Errorf("eviction %+v", ev)
+				}
+			}
+			if !cmp.Equal(evicted, tc.wantEvict) {
+				t.Errorf("evicted %v, want %v", evicted, tc.wantEvict)
+			}
+		})
+	}
+}
+
+// TestElastic: elastic jobs give back pods above their minimum before a
+// waiting job is refused, and grow into capacity nobody waits for.
+func TestElastic(t *testing.T) {
+	elastic := func() *workload.Job {
+		return build.Job("e").GPUs(8).Pods(4).Min(1).Expected(10 * time.Hour).Obj()
+	}
+	cases := map[string]struct {
+		onNodes   []string // e's pods
+		job       *workload.Job
+		wantEvict []Eviction
+		wantBinds map[workload.JobID]int // pods bound per job
+	}{
+		"shrinks for a waiting gang": {onNodes: []string{"r0-n-0", "r0-n-1", "r1-n-0"},
+			job: build.Job("j").GPUs(8).Pods(2).Required("rack").Expected(time.Hour).Obj(),
+			wantEvict: []Eviction{{Job: "e", Cause: CauseShrink, By: "j", Pods: []workload.PodRef{{Job: "e", Index: 2}},
+				Message: "shrunk by 1 pods (to 2, its minimum 1) for job j"}},
+			wantBinds: map[workload.JobID]int{"j": 2}},
+		"never below its minimum": {onNodes: []string{"r0-n-0", "r1-n-0"},
+			job:       build.Job("j").GPUs(8).Pods(4).Expected(time.Hour).Obj(),
+			wantBinds: map[workload.JobID]int{}},
+		"a higher-priority elastic job is not shrunk": {onNodes: []string{"r0-n-0", "r0-n-1", "r1-n-0"},
+			job:       build.Job("j").GPUs(8).Pods(2).Required("rack").Priority(-1).Expected(time.Hour).Obj(),
+			wantBinds: map[workload.JobID]int{}},
+		"grows into idle capacity": {onNodes: []string{"r0-n-0"},
+			wantBinds: map[workload.JobID]int{"e": 3}},
+		"grows into what is left after the waiting job": {onNodes: []string{"r0-n-0"},
+			job:       min8("j", 60),
+			wantBinds: map[workload.JobID]int{"j": 1, "e": 2}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral})
+			w.run(elastic(), tc.onNodes...)
+			if tc.job != nil {
+				w.submit(tc.job)
+			}
+			p := w.cycle()
+			if diff := cmp.Diff(tc.wantEvict, p.Evictions); diff != "" {
+				t.Errorf("evictions (-want +got):\n%s", diff)
+			}
+			got := map[workload.JobID]int{}
+			for _, b := range p.Binds {
+				got[b.Job] += len(b.Pods)
+			}
+			if diff := cmp.Diff(tc.wantBinds, got); diff != "" {
+				t.Errorf("pods bound (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMaxRuntime(t *testing.T) {
+	cases := map[string]struct {
+		action       MaxRuntimeAction
+		ran          time.Duration
+		wantEvict    bool
+		wantTerminal bool
+	}{
+		"within its limit":       {ran: 59 * time.Minute},
+		"past it: terminated":    {ran: 61 * time.Minute, wantEvict: true, wantTerminal: true},
+		"past it: requeued":      {action: Requeue, ran: 61 * time.Minute, wantEvict: true},
+		"exactly at it: evicted": {ran: time.Hour, wantEvict: true, wantTerminal: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 1)), Config{Policy: Corral,
+				Backfill: BackfillConfig{OnMaxRuntime: tc.action}})
+			w.run(build.Job("long").GPUs(8).MaxRuntime(time.Hour).Expected(10*time.Hour).Obj(), "r0-n-0")
+			w.advance(bfEpoch.Add(tc.ran))
+			w.submit(min8("next", 30))
+			p := w.cycle()
+			if got := len(p.Evictions) == 1; got != tc.wantEvict {
+				t.Fatalf("evictions %+v, want one: %v", p.Evictions, tc.wantEvict)
+			}
+			if !tc.wantEvict {
+				return
+			}
+			ev := p.Evictions[0]
+			if ev.Cause != CauseMaxRuntime || ev.Terminal != tc.wantTerminal || !strings.Contains(ev.Message, "past its max runtime 1h0m0s") {
+				t.Errorf("eviction %+v", ev)
+			}
+			if !outcomeOf(p, "next").Placed {
+				t.Errorf("the freed node was not reused in the same cycle")
+			}
+		})
+	}
+}
+
+// TestStarvationAge: a gang that has waited past the starvation age keeps
+// its room even from jobs ahead of it in the order (higher priority), unless
+// they end before it starts.
+func TestStarvationAge(t *testing.T) {
+	cases := map[string]struct {
+		starve     time.Duration
+		waited     time.Duration
+		hp         *workload.Job
+		wantPlaced bool
+	}{
+		"starved: a higher-priority job may not take its room": {waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj()},
+		"starved: one that ends first may": {waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(30 * time.Minute).Obj(), wantPlaced: true},
+		"not starved yet: priority wins": {waited: 23 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
+		"starvation age turned off": {starve: -1, waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+				Config{Policy: Corral, Backfill: BackfillConfig{StarveAfter: tc.starve}})
+			w.now = t0.Add(tc.waited)
+			w.run(min8("busy", 60), "r0-n-0")
+			tc.hp.Submit = w.now
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head.Submit = t0
+			w.submit(head, tc.hp)
+			p := w.cycle()
+			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced {
+				t.Errorf("hp placed = %v, want %v (reservations %+v)", got, tc.wantPlaced, p.Reservations)
+			}
+			if len(p.Reservations) != 1 || p.Reservations[0].Job != "head" {
+				t.Fatalf("reservations %+v, want one for head", p.Reservations)
+			}
+			starved := tc.waited >= DefaultStarveAfter && tc.starve >= 0
+			if got := p.Stats.StarvedReservations == 1; got != starved {
+				t.Errorf("StarvedReservations = %d, want starved %v", p.Stats.StarvedReservations, starved)
+			}
+			for _, pe := range p.Pending {
+				if pe.Job == "head" && starved && !strings.Contains(pe.Reason.Message, "(waiting past the starvation age)") {
+					t.Errorf("head reason %q", pe.Reason.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestPreemptionAndBackfillEvictOnce: a job stopped at its max runtime, or
+// shrunk, is never also a preemption victim in the same cycle.
+func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
+	cases := map[string]struct {
+		running *workload.Job
+		want    EvictionCause
+	}{
+		"past its max runtime": {running: build.Job("low").GPUs(8).Pods(2).Preemptible().MaxRuntime(time.Hour).
+			Expected(10 * time.Hour).Obj(), want: CauseMaxRuntime},
+		"elastic above its minimum": {running: build.Job("low").GPUs(8).Pods(2).Min(1).Preemptible().
+			Expected(10 * time.Hour).Obj(), want: CauseShrink},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			w.now = t0
+			w.run(tc.running, "r0-n-0", "r0-n-1")
+			w.advance(t0.Add(2 * time.Hour))
+			w.submit(build.Job("high").GPUs(8).Priority(100).Expected(time.Hour).Obj())
+			p := w.cycle()
+			if len(p.Evictions) != 1 || p.Evictions[0].Job != "low" || p.Evictions[0].Cause != tc.want {
+				t.Errorf("evictions %+v, want one %s of low", p.Evictions, tc.want)
+			}
+			if !outcomeOf(p, "high").Placed {
+				t.Errorf("high not placed: %+v", p.Pending)
+			}
+		})
+	}
+}
