@@ -222,6 +222,19 @@ func TestQueueAdmission(t *testing.T) {
 		}
 		return true, ""
 	})
+	eventually(t, 30*time.Second, "an Invalid event on the orphan Queue", func() (bool, string) {
+		evs, err := c.Client.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "Queue" && e.Regarding.Name == "orphan" && e.Reason == v1alpha1.QueueReasonInvalid &&
+				e.Type == corev1.EventTypeWarning && e.Note == `unknown parent "nope"` {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none for Queue orphan", len(evs.Items))
+	})
 	// Still never bound.
 	for k := range want {
 		p, err := c.Client.CoreV1().Pods(k.ns).Get(ctx, k.name, metav1.GetOptions{})
