@@ -256,11 +256,14 @@ func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *
 	return r
 }
 
-// reserveStarved gives the job that has waited longest past the starvation
-// age a reservation before anything is placed. Among starved jobs age wins
-// over priority and queue order: that is what bounds the wait. Starved jobs
-// that fit now are reserved too (their room is theirs this cycle) and do not
-// count: the walk stops at the first starved job that has to wait.
+// reserveStarved gives a job that has waited past the starvation age a
+// reservation before anything is placed. Among starved jobs the largest
+// (GPUs) goes first, then the oldest; priority and queue order do not count:
+// that is what bounds the wait. Largest first because small jobs find gaps
+// on their own, and because big gangs reserved one after the other share
+// one drain of the cluster instead of paying one each. Starved jobs that fit
+// now are reserved too (their room is theirs this cycle) and do not count:
+// the walk stops at the first starved job that has to wait.
 func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 	if b.mode != Corral || b.cfg.StarveAfter < 0 {
 		return
@@ -274,6 +277,9 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 	}
 	sort.SliceStable(starved, func(a, c int) bool {
 		x, y := b.s.Pending[starved[a]].Job, b.s.Pending[starved[c]].Job
+		if gx, gy := x.GPUMilli(), y.GPUMilli(); gx != gy {
+			return gx > gy
+		}
 		if !x.Submit.Equal(y.Submit) {
 			return x.Submit.Before(y.Submit)
 		}

@@ -559,3 +559,23 @@ func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestStarvedLargestFirst: of two starved jobs the larger is reserved ahead
+// of everything, even when the smaller one is older.
+func TestStarvedLargestFirst(t *testing.T) {
+	w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+	w.now = t0
+	w.run(min8("busy", 60), "r0-n-0")
+	small := build.Job("small").GPUs(8).Expected(5 * time.Hour).Obj()
+	big := build.Job("big").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+	small.Submit, big.Submit = t0, t0.Add(time.Minute)
+	w.advance(t0.Add(30 * time.Hour))
+	w.submit(small, big)
+	p := w.cycle()
+	if outcomeOf(p, "small").Placed {
+		t.Errorf("the small job took the big job's room")
+	}
+	if len(p.Reservations) == 0 || p.Reservations[0].Job != "big" || p.Stats.StarvedReservations == 0 {
+		t.Errorf("reservations %+v, want big's first", p.Reservations)
+	}
+}
