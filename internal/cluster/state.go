@@ -122,6 +122,10 @@ type State struct {
 	migLayout  []mig.Layout
 	migUsed    []uint8
 	migPending []bool
+	// migFree counts free instances per profile: flat device*7 + the
+	// profile's index in the device's geometry. It answers "how many free
+	// 1g.10gb in this rack" without comparing profile names.
+	migFree []uint8
 }
 
 // New builds a State from nodes and a topology. Nodes missing a topology label
@@ -292,6 +296,7 @@ func (s *State) Clone() *State {
 		c.migLayout = append([]mig.Layout(nil), s.migLayout...)
 		c.migUsed = append([]uint8(nil), s.migUsed...)
 		c.migPending = append([]bool(nil), s.migPending...)
+		c.migFree = append([]uint8(nil), s.migFree...)
 	}
 	return c
 }
@@ -451,6 +456,7 @@ func (s *State) SetDeviceHealth(n, k int, healthy bool) {
 		s.gpuFree[i] = 1000
 		if s.hasMIG {
 			s.migUsed[i] = 0
+			s.recountMIG(i)
 		}
 	}
 	s.contribute(n, +1)
