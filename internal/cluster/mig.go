@@ -53,7 +53,7 @@ func (s *State) initMIG() {
 		return
 	}
 	nd := len(s.devModel)
-	s.migLayout = make([]mig.Layout, nd)
+	s.migLayout, s.layoutsOwned = make([]mig.Layout, nd), true
 	s.migUsed = make([]uint8, nd)
 	s.migPending = make([]bool, nd)
 	s.migFree = make([]uint8, nd*profilesPerGeometry)
@@ -170,6 +170,9 @@ func (s *State) SetMIGLayout(n, k int, l mig.Layout, pending bool) error {
 	geom := s.modelGeom[s.devModel[f]]
 	if err := geom.Validate(l); err != nil {
 		return fmt.Errorf("node %s device %s: %w", node.Name, node.Devices[k].ID, err)
+	}
+	if !s.layoutsOwned {
+		s.migLayout, s.layoutsOwned = slices.Clone(s.migLayout), true
 	}
 	s.migLayout[f] = slices.Clone(l)
 	s.migPending[f] = pending

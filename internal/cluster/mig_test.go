@@ -65,6 +65,14 @@ func TestMIGState(t *testing.T) {
 	if !c.MIGPending(m, 1) || s.MIGPending(m, 1) || s.MIGLayout(m, 1).String() != "[7g.80gb@0]" {
 		t.Errorf("clone and original share MIG state: %v %v", c.MIGLayout(m, 1), s.MIGLayout(m, 1))
 	}
+	// And the other way round: a clone of s, then s re-partitioned.
+	c2 := s.Clone()
+	if err := s.SetMIGLayout(m, 1, build.Lay("4g.40gb@0"), false); err != nil {
+		t.Fatal(err)
+	}
+	if c2.MIGLayout(m, 1).String() != "[7g.80gb@0]" {
+		t.Errorf("re-partitioning the original changed its clone: %v", c2.MIGLayout(m, 1))
+	}
 	if got := c.DomainFreeMIG(0, mask, "3g.40gb"); got != 1 {
 		t.Errorf("free 3g in the clone = %d, want 1: the pending GPU's instances are not free yet", got)
 	}
