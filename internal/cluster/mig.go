@@ -53,9 +53,10 @@ func (s *State) initMIG() {
 		return
 	}
 	nd := len(s.devModel)
-	s.migLayout = make([]mig.Layout, nd)
+	s.migLayout, s.layoutsOwned = make([]mig.Layout, nd), true
 	s.migUsed = make([]uint8, nd)
 	s.migPending = make([]bool, nd)
+	s.migFree = make([]uint8, nd*profilesPerGeometry)
 	for i := range s.nodes {
 		for k, d := range s.nodes[i].Devices {
 			if d.MIG == "" {
@@ -65,6 +66,32 @@ func (s *State) initMIG() {
 			s.migLayout[f] = d.MIGLayout
 			if d.MIGPending {
 				s.migLayout[f], s.migPending[f] = d.MIGWanted, true
+			}
+			s.recountMIG(f)
+		}
+	}
+}
+
+// profilesPerGeometry bounds the profiles of one MIG geometry (the tables
+// of internal/mig have 7).
+const profilesPerGeometry = 7
+
+// recountMIG refreshes flat device f's free instances per profile.
+func (s *State) recountMIG(f int) {
+	counts := s.migFree[f*profilesPerGeometry : (f+1)*profilesPerGeometry]
+	clear(counts)
+	geom := s.modelGeom[s.devModel[f]]
+	if geom == nil {
+		return
+	}
+	for i, in := range s.migLayout[f] {
+		if s.migUsed[f]&(1<<uint(i)) != 0 {
+			continue
+		}
+		for p := range geom.Profiles[:min(len(geom.Profiles), profilesPerGeometry)] {
+			if geom.Profiles[p].Name == in.Profile {
+				counts[p]++
+				break
 			}
 		}
 	}
@@ -144,8 +171,12 @@ func (s *State) SetMIGLayout(n, k int, l mig.Layout, pending bool) error {
 	if err := geom.Validate(l); err != nil {
 		return fmt.Errorf("node %s device %s: %w", node.Name, node.Devices[k].ID, err)
 	}
+	if !s.layoutsOwned {
+		s.migLayout, s.layoutsOwned = slices.Clone(s.migLayout), true
+	}
 	s.migLayout[f] = slices.Clone(l)
 	s.migPending[f] = pending
+	s.recountMIG(f)
 	return nil
 }
 
@@ -222,6 +253,7 @@ func (s *State) takeMIG(n int, d DeviceShare, take bool) {
 	} else {
 		s.migUsed[f] &^= 1 << uint(i)
 	}
+	s.recountMIG(f)
 	if s.unhealth[f] {
 		return
 	}
@@ -263,22 +295,34 @@ func compareProfiles(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// FreeMIGInstances counts the free instances of profile that can be bound
-// now (healthy GPUs of the models in mask, no re-partition pending) on
-// node n.
-func (s *State) FreeMIGInstances(n int, mask ModelMask, profile string) int {
-	if !s.hasMIG || s.unsched[n] {
+// DomainFreeMIG counts the free instances of profile that can be bound now
+// (healthy GPUs of the models in mask on schedulable nodes, no re-partition
+// pending) in domain d.
+func (s *State) DomainFreeMIG(d DomainID, mask ModelMask, profile string) int {
+	if !s.hasMIG {
 		return 0
 	}
+	// The profile's index in each model's geometry, looked up once.
+	var idx [maxModels]int8
+	for m, g := range s.modelGeom {
+		idx[m] = -1
+		if g != nil && mask.Has(m) {
+			for p := range g.Profiles[:min(len(g.Profiles), profilesPerGeometry)] {
+				if g.Profiles[p].Name == profile {
+					idx[m] = int8(p)
+				}
+			}
+		}
+	}
+	dom := &s.domains[d]
 	t := 0
-	for f := s.gpuOff[n]; f < s.gpuOff[n+1]; f++ {
-		if !mask.Has(s.devModel[f]) || s.unhealth[f] || s.migPending[f] {
+	for n := dom.Lo; n < dom.Hi; n++ {
+		if s.unsched[n] || s.nodeModels[n]&mask == 0 {
 			continue
 		}
-		used := s.migUsed[f]
-		for i, in := range s.migLayout[f] {
-			if used&(1<<uint(i)) == 0 && in.Profile == profile {
-				t++
+		for f := s.gpuOff[n]; f < s.gpuOff[n+1]; f++ {
+			if p := idx[s.devModel[f]]; p >= 0 && !s.unhealth[f] && !s.migPending[f] {
+				t += int(s.migFree[f*profilesPerGeometry+int(p)])
 			}
 		}
 	}

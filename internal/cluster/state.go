@@ -119,9 +119,18 @@ type State struct {
 	// Per flat device, only when the cluster has MIG GPUs: the current
 	// layout, which of its instances are in use (bit i: layout[i]), and
 	// whether a re-partition is waiting for the node.
-	migLayout  []mig.Layout
-	migUsed    []uint8
-	migPending []bool
+	migLayout []mig.Layout
+	// layoutsOwned says migLayout is this State's alone. Clones share it
+	// (it is the one per-device array holding pointers, so copying it would
+	// make every cycle's clone cost a GC scan); whichever side re-partitions
+	// first copies it.
+	layoutsOwned bool
+	migUsed      []uint8
+	migPending   []bool
+	// migFree counts free instances per profile: flat device*7 + the
+	// profile's index in the device's geometry. It answers "how many free
+	// 1g.10gb in this rack" without comparing profile names.
+	migFree []uint8
 }
 
 // New builds a State from nodes and a topology. Nodes missing a topology label
@@ -288,10 +297,12 @@ func (s *State) Clone() *State {
 	c.capWhole, c.capHist = s.capWhole, s.capHist
 	if s.hasMIG {
 		// Layouts are never changed in place (SetMIGLayout replaces them),
-		// so copying the slice headers is enough.
-		c.migLayout = append([]mig.Layout(nil), s.migLayout...)
+		// and the array itself is copied on the first re-partition of
+		// either side.
+		c.migLayout, s.layoutsOwned = s.migLayout, false
 		c.migUsed = append([]uint8(nil), s.migUsed...)
 		c.migPending = append([]bool(nil), s.migPending...)
+		c.migFree = append([]uint8(nil), s.migFree...)
 	}
 	return c
 }
@@ -451,6 +462,7 @@ func (s *State) SetDeviceHealth(n, k int, healthy bool) {
 		s.gpuFree[i] = 1000
 		if s.hasMIG {
 			s.migUsed[i] = 0
+			s.recountMIG(i)
 		}
 	}
 	s.contribute(n, +1)

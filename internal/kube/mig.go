@@ -138,14 +138,22 @@ func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return devNameLess(ids[i], ids[j]) })
+	bad := map[string]bool{}
+	for _, id := range strings.Split(n.Annotations[v1alpha1.AnnotationUnhealthyGPUs], ",") {
+		bad[strings.TrimSpace(id)] = true
+	}
 	var out []cluster.Device
 	for i, id := range ids {
+		if id == "" {
+			warnings = append(warnings, "a MIG GPU without an id; left out")
+			continue
+		}
 		if taken[id] {
 			warnings = append(warnings, fmt.Sprintf("MIG GPU %s has the id of a GPU not in MIG mode; left out", id))
 			continue
 		}
 		d := cluster.Device{ID: id, Model: model, MemMiB: memMiB, NVLink: -1, PCIeSwitch: min(whole+i, cluster.MaxCoordinate),
-			MIG: geom.Name, MIGLayout: layouts[id]}
+			MIG: geom.Name, MIGLayout: layouts[id], Unhealthy: bad[id]}
 		if err := geom.Validate(d.MIGLayout); err != nil {
 			warnings = append(warnings, fmt.Sprintf("MIG GPU %s: %v; left out", id, err))
 			continue

@@ -190,14 +190,7 @@ func (p *Placer) pendingInstance(r *PodReq) (int, int) {
 // freeInstances counts the free instances of r's profile that can be bound
 // now (not waiting for a re-partition) on the nodes of domain d.
 func freeInstances(s *cluster.State, d cluster.DomainID, r *PodReq) int {
-	dom := s.Domain(d)
-	t := 0
-	for n := dom.Lo; n < dom.Hi; n++ {
-		if s.NodeModels(n)&r.Mask != 0 {
-			t += s.FreeMIGInstances(n, r.Mask, r.MIGProfile)
-		}
-	}
-	return t
+	return s.DomainFreeMIG(d, r.Mask, r.MIGProfile)
 }
 
 // idleGPU picks the idle MIG GPU to re-partition for r: one with no
