@@ -303,7 +303,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: bf.blocked(pj.Job, gang, r, &plan)})
 			continue
 		}
-		// Queue limit, once the GPU models are known (issue 5).
+		// Queue limit, once the GPU models are known (issue 5). A placement
+		// that evicted victims stands: the limit was checked before, on what
+		// the job asks for; only a pod accepting several models can differ.
 		if why := qs.limitAfter(leaf, view, res.Assignments); why != "" && len(evictions) == 0 {
 			placer.Undo()
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
