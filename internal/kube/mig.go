@@ -125,7 +125,7 @@ func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map
 	} else {
 		layouts = packAdvertised(geom, advertised)
 		if c, err := strconv.Atoi(n.Labels[v1alpha1.LabelGFDCount]); err == nil {
-			for i := len(layouts); i < c-whole; i++ {
+			for i := len(layouts); i < min(c-whole, maxMIGGPUs); i++ {
 				layouts[fmt.Sprintf("mig%d", i)] = mig.Layout{}
 			}
 		}
