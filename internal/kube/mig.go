@@ -98,6 +98,10 @@ func readLayouts(raw string) (map[string]mig.Layout, error) {
 	return out, nil
 }
 
+// maxMIGGPUs bounds the MIG GPUs read from one node, as the extended
+// resource's count is bounded for whole GPUs.
+const maxMIGGPUs = 256
+
 // migDevices reads a node's MIG GPUs. taken holds the ids of its other
 // GPUs; a MIG GPU may not reuse one.
 func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map[string]bool) ([]cluster.Device, []string) {
@@ -121,7 +125,7 @@ func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map
 	} else {
 		layouts = packAdvertised(geom, advertised)
 		if c, err := strconv.Atoi(n.Labels[v1alpha1.LabelGFDCount]); err == nil {
-			for i := len(layouts); i < c-whole; i++ {
+			for i := len(layouts); i < min(c-whole, maxMIGGPUs); i++ {
 				layouts[fmt.Sprintf("mig%d", i)] = mig.Layout{}
 			}
 		}
@@ -138,6 +142,10 @@ func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return devNameLess(ids[i], ids[j]) })
+	if len(ids) > maxMIGGPUs {
+		warnings = append(warnings, fmt.Sprintf("%d MIG GPUs listed; only the first %d are used", len(ids), maxMIGGPUs))
+		ids = ids[:maxMIGGPUs]
+	}
 	bad := map[string]bool{}
 	for _, id := range strings.Split(n.Annotations[v1alpha1.AnnotationUnhealthyGPUs], ",") {
 		bad[strings.TrimSpace(id)] = true
