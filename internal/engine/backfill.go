@@ -27,9 +27,10 @@ const (
 // BackfillConfig tunes reservations and runtime limits (issue 6).
 type BackfillConfig struct {
 	// MaxReservations caps how many blocked jobs get a reservation per
-	// cycle, over all queues; 0 means 1. Each reservation keeps nodes from
-	// long jobs, so more of them trade utilization for the waits of more
-	// big jobs.
+	// cycle, over all queues; 0 means 1, negative means none (only jobs
+	// past the starvation age are then reserved). Each reservation keeps
+	// nodes from long jobs, so more of them trade utilization for the waits
+	// of more big jobs.
 	MaxReservations int
 	// MaxReservationsPerQueue caps them per queue; 0 means 1.
 	MaxReservationsPerQueue int
@@ -89,7 +90,7 @@ type activeReservation struct {
 }
 
 func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.State) *backfiller {
-	if cfg.MaxReservations <= 0 {
+	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 1
 	}
 	if cfg.MaxReservationsPerQueue <= 0 {

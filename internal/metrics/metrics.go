@@ -100,7 +100,11 @@ type Summary struct {
 	// left out); AllocatedPct also counts GPUs held by partially started
 	// gangs, which cannot run.
 	UtilizationPct float64 `json:"utilization_pct"`
-	AllocatedPct   float64 `json:"allocated_pct"`
+	// UtilizationMakespanPct is the same over the whole run, the drain after
+	// the last arrival included: a policy that defers big jobs past the
+	// arrival window cannot hide their drain from it.
+	UtilizationMakespanPct float64 `json:"utilization_makespan_pct"`
+	AllocatedPct           float64 `json:"allocated_pct"`
 
 	// Topology locality of multi-node gangs, per level from the host up:
 	// the share (0-1) placed in the minimum possible number of domains, and

@@ -109,12 +109,14 @@ type replay struct {
 	lastArr    time.Time // the last submit: utilisation is measured up to here
 	area       float64   // allocated-milli × seconds
 	usefulArea float64   // useful-milli × seconds
-	engineSec  float64
-	loc        *locality
-	rej        []Rejection
-	running    []int // job indexes holding a started gang, in start order
-	recycles   int   // nested cycles run at one instant after re-partitions
-	fair       *fairness
+	// usefulAll is usefulArea over the whole run, drain included.
+	usefulAll float64
+	engineSec float64
+	loc       *locality
+	rej       []Rejection
+	running   []int // job indexes holding a started gang, in start order
+	recycles  int   // nested cycles run at one instant after re-partitions
+	fair      *fairness
 	// hist is the completed runtimes the engine estimates from, kept here
 	// as a real driver keeps it.
 	hist   backfill.History
@@ -227,6 +229,7 @@ func (r *replay) advance(now time.Time) {
 		r.fair.advance(w)
 	}
 	if dt > 0 {
+		r.usefulAll += float64(r.useful) * dt
 		for _, i := range r.pending {
 			jr := r.jobs[i]
 			if !jr.started && len(jr.bound) > 0 {
@@ -614,6 +617,9 @@ func (r *replay) summarise() {
 	if span := r.lastArr.Sub(r.first).Seconds(); span > 0 && r.capacity > 0 {
 		s.UtilizationPct = 100 * r.usefulArea / (span * float64(r.capacity))
 		s.AllocatedPct = 100 * r.area / (span * float64(r.capacity))
+	}
+	if s.MakespanS > 0 && r.capacity > 0 {
+		s.UtilizationMakespanPct = 100 * r.usefulAll / (s.MakespanS * float64(r.capacity))
 	}
 	s.GPUAllocPct = pct(r.allocated, r.capacity)
 	s.UnallocatedGPUPct = 100 - s.GPUAllocPct
