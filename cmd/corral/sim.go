@@ -37,6 +37,7 @@ type simOptions struct {
 	noProgress                                bool
 	maxRejections                             int
 	reservations, reservationsPerQueue        int
+	checkpointWait                            time.Duration
 	onMaxRuntime                              string
 	starveAfter                               time.Duration
 }
@@ -59,7 +60,7 @@ Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, te
           of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
 Policies: corral, spread, binpack; for preemption reports corral-newest (corral
           placing, victims chosen by lowest priority then newest, as peer
-          schedulers do, no consolidation) and corral-nomove (no consolidation).
+          schedulers do) and corral-consolidate (corral with consolidation moves).
 Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
            replay (submit and finish in time). The default is fgd for openb traces
            and replay otherwise.`,
@@ -83,6 +84,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
 	f.BoolVar(&o.noProgress, "no-progress", false, "do not draw progress bars")
 	f.IntVar(&o.maxRejections, "show-rejections", 5, "how many rejected jobs to list")
+	f.DurationVar(&o.checkpointWait, "checkpoint-wait", 0, "corral: longest wait for preemption victims' next checkpoint (0: the engine default, negative: never wait)")
 	f.IntVar(&o.reservations, "reservations", 0, "corral: blocked jobs given a reservation per cycle (0: the engine default)")
 	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "corral: reservations per queue per cycle (0: the engine default)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
@@ -178,7 +180,8 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		for _, pol := range policies {
 			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
-				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter}}
+				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter},
+				CheckpointWait: o.checkpointWait}
 			var bar *progressbar.ProgressBar
 			if progress {
 				bar = progressbar.NewOptions(100,

@@ -53,9 +53,10 @@ func (s *State) initMIG() {
 		return
 	}
 	nd := len(s.devModel)
-	s.migLayout = make([]mig.Layout, nd)
+	s.migLayout, s.layoutsOwned = make([]mig.Layout, nd), true
 	s.migUsed = make([]uint8, nd)
 	s.migPending = make([]bool, nd)
+	s.migFree = make([]uint8, nd*profilesPerGeometry)
 	for i := range s.nodes {
 		for k, d := range s.nodes[i].Devices {
 			if d.MIG == "" {
@@ -65,6 +66,32 @@ func (s *State) initMIG() {
 			s.migLayout[f] = d.MIGLayout
 			if d.MIGPending {
 				s.migLayout[f], s.migPending[f] = d.MIGWanted, true
+			}
+			s.recountMIG(f)
+		}
+	}
+}
+
+// profilesPerGeometry bounds the profiles of one MIG geometry (the tables
+// of internal/mig have 7).
+const profilesPerGeometry = 7
+
+// recountMIG refreshes flat device f's free instances per profile.
+func (s *State) recountMIG(f int) {
+	counts := s.migFree[f*profilesPerGeometry : (f+1)*profilesPerGeometry]
+	clear(counts)
+	geom := s.modelGeom[s.devModel[f]]
+	if geom == nil {
+		return
+	}
+	for i, in := range s.migLayout[f] {
+		if s.migUsed[f]&(1<<uint(i)) != 0 {
+			continue
+		}
+		for p := range geom.Profiles[:min(len(geom.Profiles), profilesPerGeometry)] {
+			if geom.Profiles[p].Name == in.Profile {
+				counts[p]++
+				break
 			}
 		}
 	}
@@ -144,9 +171,43 @@ func (s *State) SetMIGLayout(n, k int, l mig.Layout, pending bool) error {
 	if err := geom.Validate(l); err != nil {
 		return fmt.Errorf("node %s device %s: %w", node.Name, node.Devices[k].ID, err)
 	}
+	if !s.layoutsOwned {
+		s.migLayout, s.layoutsOwned = slices.Clone(s.migLayout), true
+	}
 	s.migLayout[f] = slices.Clone(l)
 	s.migPending[f] = pending
+	s.recountMIG(f)
 	return nil
+}
+
+// MIGRef names instance in of device k of node n compactly; ok is false
+// when the device is not a MIG GPU or its geometry lacks the profile.
+func (s *State) MIGRef(n, k int, in mig.Instance) (MIGRef, bool) {
+	if !s.hasMIG || in.Start < 0 || in.Start >= mig.MemorySlices {
+		return MIGRef{}, false
+	}
+	geom := s.modelGeom[s.devModel[s.gpuOff[n]+k]]
+	if geom == nil {
+		return MIGRef{}, false
+	}
+	for i := range geom.Profiles {
+		if geom.Profiles[i].Name == in.Profile {
+			return MIGRef{Profile: uint8(i + 1), Start: uint8(in.Start)}, true
+		}
+	}
+	return MIGRef{}, false
+}
+
+// MIGInstance is the instance a MIGRef of device k of node n names.
+func (s *State) MIGInstance(n, k int, r MIGRef) mig.Instance {
+	if !r.IsSet() || !s.hasMIG {
+		return mig.Instance{}
+	}
+	geom := s.modelGeom[s.devModel[s.gpuOff[n]+k]]
+	if geom == nil || int(r.Profile) > len(geom.Profiles) {
+		return mig.Instance{}
+	}
+	return mig.Instance{Profile: geom.Profiles[r.Profile-1].Name, Start: int(r.Start)}
 }
 
 // canHostMIG checks one device share against MIG: a MIG instance only on a
@@ -155,25 +216,26 @@ func (s *State) SetMIGLayout(n, k int, l mig.Layout, pending bool) error {
 func (s *State) canHostMIG(n int, d DeviceShare) error {
 	node := &s.nodes[n]
 	dev := &node.Devices[d.Device]
-	if d.MIG.Profile == "" {
+	if !d.MIG.IsSet() {
 		if dev.MIG != "" {
 			return fmt.Errorf("node %s device %s runs MIG: only MIG instances can be taken from it", node.Name, dev.ID)
 		}
 		return nil
 	}
 	if dev.MIG == "" {
-		return fmt.Errorf("node %s device %s does not run MIG: no instance %s", node.Name, dev.ID, d.MIG)
+		return fmt.Errorf("node %s device %s does not run MIG: no MIG instance can be taken from it", node.Name, dev.ID)
 	}
 	f := s.gpuOff[n] + d.Device
 	if s.unhealth[f] {
 		return fmt.Errorf("node %s device %s has failed", node.Name, dev.ID)
 	}
-	i := slices.Index(s.migLayout[f], d.MIG)
+	in := s.MIGInstance(n, d.Device, d.MIG)
+	i := slices.Index(s.migLayout[f], in)
 	if i < 0 {
-		return fmt.Errorf("node %s device %s has no MIG instance %s (layout %s)", node.Name, dev.ID, d.MIG, s.migLayout[f])
+		return fmt.Errorf("node %s device %s has no MIG instance %s (layout %s)", node.Name, dev.ID, in, s.migLayout[f])
 	}
 	if s.migUsed[f]&(1<<uint(i)) != 0 {
-		return fmt.Errorf("node %s device %s: MIG instance %s is in use", node.Name, dev.ID, d.MIG)
+		return fmt.Errorf("node %s device %s: MIG instance %s is in use", node.Name, dev.ID, in)
 	}
 	return nil
 }
@@ -182,7 +244,7 @@ func (s *State) canHostMIG(n int, d DeviceShare) error {
 // free milli from the compute slices of the instances in use.
 func (s *State) takeMIG(n int, d DeviceShare, take bool) {
 	f := s.gpuOff[n] + d.Device
-	i := slices.Index(s.migLayout[f], d.MIG)
+	i := slices.Index(s.migLayout[f], s.MIGInstance(n, d.Device, d.MIG))
 	if i < 0 {
 		return
 	}
@@ -191,6 +253,7 @@ func (s *State) takeMIG(n int, d DeviceShare, take bool) {
 	} else {
 		s.migUsed[f] &^= 1 << uint(i)
 	}
+	s.recountMIG(f)
 	if s.unhealth[f] {
 		return
 	}
@@ -230,4 +293,38 @@ func compareProfiles(a, b string) int {
 		return ca - cb
 	}
 	return strings.Compare(a, b)
+}
+
+// DomainFreeMIG counts the free instances of profile that can be bound now
+// (healthy GPUs of the models in mask on schedulable nodes, no re-partition
+// pending) in domain d.
+func (s *State) DomainFreeMIG(d DomainID, mask ModelMask, profile string) int {
+	if !s.hasMIG {
+		return 0
+	}
+	// The profile's index in each model's geometry, looked up once.
+	var idx [maxModels]int8
+	for m, g := range s.modelGeom {
+		idx[m] = -1
+		if g != nil && mask.Has(m) {
+			for p := range g.Profiles[:min(len(g.Profiles), profilesPerGeometry)] {
+				if g.Profiles[p].Name == profile {
+					idx[m] = int8(p)
+				}
+			}
+		}
+	}
+	dom := &s.domains[d]
+	t := 0
+	for n := dom.Lo; n < dom.Hi; n++ {
+		if s.unsched[n] || s.nodeModels[n]&mask == 0 {
+			continue
+		}
+		for f := s.gpuOff[n]; f < s.gpuOff[n+1]; f++ {
+			if p := idx[s.devModel[f]]; p >= 0 && !s.unhealth[f] && !s.migPending[f] {
+				t += int(s.migFree[f*profilesPerGeometry+int(p)])
+			}
+		}
+	}
+	return t
 }

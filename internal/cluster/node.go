@@ -40,16 +40,24 @@ type Device struct {
 	MIGWanted  mig.Layout
 }
 
-// MIGModelSuffix marks the cluster model of MIG GPUs: a MIG A100 is not
-// the same resource as a whole A100 ("A100" and "A100 (MIG)").
-const MIGModelSuffix = " (MIG)"
-
-// ModelKey is the name the device is accounted under.
+// ModelKey is the name the device is accounted under. A MIG GPU is not the
+// same resource as a whole one: "A100" and "A100 (MIG A100-80GB)"; the
+// geometry is named unless the model already is it ("A100-80GB (MIG)"), so
+// one model name in MIG mode never covers two geometries.
 func (d *Device) ModelKey() string {
-	if d.MIG != "" {
-		return d.Model + MIGModelSuffix
+	switch d.MIG {
+	case "":
+		return d.Model
+	case d.Model:
+		return d.Model + " (MIG)"
 	}
-	return d.Model
+	return d.Model + " (MIG " + d.MIG + ")"
+}
+
+// MIGBaseModel is the GPU model of a MIG model key, and whether it is one.
+func MIGBaseModel(key string) (string, bool) {
+	base, _, ok := strings.Cut(key, " (MIG")
+	return base, ok
 }
 
 // MaxCoordinate bounds a device's socket, NUMA, PCIe switch and NVLink

@@ -25,11 +25,23 @@ type Domain struct {
 type DeviceShare struct {
 	Device int // index into Node.Devices
 	Milli  int32
-	// MIG is the instance taken on a MIG GPU (Profile "" for none). The
-	// device's free milli then follows the compute slices of its instances
-	// in use, and Milli only reports this instance's share.
-	MIG mig.Instance
+	// MIG is the instance taken on a MIG GPU (zero for none). The device's
+	// free milli then follows the compute slices of its instances in use,
+	// and Milli only reports this instance's share.
+	MIG MIGRef
 }
+
+// MIGRef names a MIG instance of one device without pointers, so that
+// allocations stay cheap to copy and to scan: Profile is 1 + the index of
+// the profile in the device's geometry (0: no instance), Start its start.
+// State.MIGRef and State.MIGInstance convert.
+type MIGRef struct {
+	Profile uint8
+	Start   uint8
+}
+
+// IsSet reports whether the share is a MIG instance.
+func (r MIGRef) IsSet() bool { return r.Profile != 0 }
 
 // Alloc is what one pod holds on one node.
 type Alloc struct {
@@ -107,9 +119,18 @@ type State struct {
 	// Per flat device, only when the cluster has MIG GPUs: the current
 	// layout, which of its instances are in use (bit i: layout[i]), and
 	// whether a re-partition is waiting for the node.
-	migLayout  []mig.Layout
-	migUsed    []uint8
-	migPending []bool
+	migLayout []mig.Layout
+	// layoutsOwned says migLayout is this State's alone. Clones share it
+	// (it is the one per-device array holding pointers, so copying it would
+	// make every cycle's clone cost a GC scan); whichever side re-partitions
+	// first copies it.
+	layoutsOwned bool
+	migUsed      []uint8
+	migPending   []bool
+	// migFree counts free instances per profile: flat device*7 + the
+	// profile's index in the device's geometry. It answers "how many free
+	// 1g.10gb in this rack" without comparing profile names.
+	migFree []uint8
 }
 
 // New builds a State from nodes and a topology. Nodes missing a topology label
@@ -276,10 +297,12 @@ func (s *State) Clone() *State {
 	c.capWhole, c.capHist = s.capWhole, s.capHist
 	if s.hasMIG {
 		// Layouts are never changed in place (SetMIGLayout replaces them),
-		// so copying the slice headers is enough.
-		c.migLayout = append([]mig.Layout(nil), s.migLayout...)
+		// and the array itself is copied on the first re-partition of
+		// either side.
+		c.migLayout, s.layoutsOwned = s.migLayout, false
 		c.migUsed = append([]uint8(nil), s.migUsed...)
 		c.migPending = append([]bool(nil), s.migPending...)
+		c.migFree = append([]uint8(nil), s.migFree...)
 	}
 	return c
 }
@@ -373,7 +396,7 @@ func (s *State) CanHost(n int, a Alloc) error {
 		if err := s.canHostMIG(n, d); err != nil {
 			return err
 		}
-		if d.MIG.Profile != "" {
+		if d.MIG.IsSet() {
 			continue
 		}
 		if d.Milli <= 0 || d.Milli > s.gpuFree[s.gpuOff[n]+d.Device] {
@@ -393,7 +416,7 @@ func (s *State) Allocate(n int, a Alloc) error {
 	s.freeCPU[n] -= a.CPUMilli
 	s.freeMem[n] -= a.MemMiB
 	for _, d := range a.Devices {
-		if d.MIG.Profile != "" {
+		if d.MIG.IsSet() {
 			s.takeMIG(n, d, true)
 			continue
 		}
@@ -410,7 +433,7 @@ func (s *State) Release(n int, a Alloc) {
 	s.freeCPU[n] += a.CPUMilli
 	s.freeMem[n] += a.MemMiB
 	for _, d := range a.Devices {
-		if d.MIG.Profile != "" {
+		if d.MIG.IsSet() {
 			s.takeMIG(n, d, false)
 			continue
 		}
@@ -439,6 +462,7 @@ func (s *State) SetDeviceHealth(n, k int, healthy bool) {
 		s.gpuFree[i] = 1000
 		if s.hasMIG {
 			s.migUsed[i] = 0
+			s.recountMIG(i)
 		}
 	}
 	s.contribute(n, +1)

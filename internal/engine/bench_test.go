@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
@@ -154,7 +155,7 @@ func BenchmarkCycleQueuesPreempt(b *testing.B) {
 		}
 		s := build.State(build.Topo("block", "rack"), nodes)
 		rng := rand.New(rand.NewPCG(3, 3))
-		now := t0.Add(48 * time.Hour)
+		now := time.Unix(6000, 0).UTC() // just after the last submit: nobody has waited long
 		var running []RunningJob
 		for n := 0; n < s.NumNodes(); n++ {
 			if rng.IntN(4) == 0 {
@@ -199,5 +200,54 @@ func BenchmarkCycleQueuesPreempt(b *testing.B) {
 				b.ReportMetric(float64(p.Stats.PreemptEvaluations), "evaluations")
 			})
 		}
+	}
+}
+
+// BenchmarkPlaceMIG measures one cycle for one MIG job on 1,024 DGX nodes
+// (8,192 GPUs in MIG mode, each partitioned 2 × 1g.10gb + 2g.20gb +
+// 3g.40gb) with about half of the instances in use and a quarter of the
+// GPUs idle: a 1g.10gb that a free instance serves, and a 7g.80gb that only
+// a re-partition of an idle GPU serves.
+func BenchmarkPlaceMIG(b *testing.B) {
+	balanced := build.Lay("1g.10gb@0 1g.10gb@1 2g.20gb@2 3g.40gb@4")
+	layouts := make([]mig.Layout, 8)
+	for k := range layouts {
+		layouts[k] = balanced
+	}
+	var nodes []cluster.Node
+	for r := 0; r < 64; r++ {
+		rack := fmt.Sprintf("r%d", r)
+		nodes = append(nodes, build.Node().Name(rack+"-n").Rack(rack).MIG("H100-80GB", layouts...).Times(16)...)
+	}
+	s := build.State(build.Topo("rack"), nodes)
+	rng := rand.New(rand.NewPCG(1, 3))
+	for n := 0; n < s.NumNodes(); n++ {
+		for k := 0; k < 8; k++ {
+			if rng.IntN(4) == 0 {
+				continue // idle
+			}
+			for _, in := range balanced {
+				if rng.IntN(3) > 0 {
+					ref, _ := s.MIGRef(n, k, in)
+					_ = s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: ref}}})
+				}
+			}
+		}
+	}
+	var mix placement.MixCounter
+	for _, p := range []string{"1g.10gb", "2g.20gb", "3g.40gb", "7g.80gb"} {
+		mix.Observe(workload.Request{GPUs: 1, MIGProfile: p}, 1)
+	}
+	for _, kind := range []struct{ name, profile string }{{"free-instance", "1g.10gb"}, {"repartition", "7g.80gb"}} {
+		snap := &Snapshot{State: s, Mix: mix.Mix(0), Pending: []PendingJob{{Job: build.Job("j").MIG(kind.profile).Obj()}}}
+		b.Run(kind.name, func(b *testing.B) {
+			e := New(Config{Policy: Corral})
+			for i := 0; i < b.N; i++ {
+				p := e.Cycle(snap)
+				if len(p.Binds)+len(p.Repartitions) == 0 {
+					b.Fatalf("%s: nothing placed or planned: %+v", kind.name, p.Pending)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -25,7 +26,12 @@ func deviceProblem(s *cluster.State, pr *placement.PodReq, unknownModel bool) st
 		}
 		where := "no MIG GPU in the cluster"
 		if len(r.Models) > 0 {
-			accepted, _ := s.Mask(migNames(r.Models))
+			var accepted cluster.ModelMask
+			for i, name := range s.Models() {
+				if base, ok := cluster.MIGBaseModel(name); ok && slices.Contains(r.Models, base) {
+					accepted |= 1 << uint(i)
+				}
+			}
 			if accepted&mask != 0 {
 				mask &= accepted
 			}
@@ -45,15 +51,6 @@ func deviceProblem(s *cluster.State, pr *placement.PodReq, unknownModel bool) st
 			r.GPUMemMiB, largest)
 	}
 	return ""
-}
-
-// migNames are the cluster model names of the MIG GPUs of the given models.
-func migNames(models []string) []string {
-	out := make([]string, len(models))
-	for i, m := range models {
-		out[i] = m + cluster.MIGModelSuffix
-	}
-	return out
 }
 
 // planMIG tries to serve a MIG gang that no free instance serves by

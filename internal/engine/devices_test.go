@@ -24,8 +24,11 @@ func take(t *testing.T, s *cluster.State, used ...string) {
 			t.Fatalf("no node %s", parts[0])
 		}
 		k := deviceIndexOf(s.Node(n), parts[1])
-		in := build.Lay(parts[2])[0]
-		if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: in}}}); err != nil {
+		ref, ok := s.MIGRef(n, k, build.Lay(parts[2])[0])
+		if !ok {
+			t.Fatalf("%s: no such MIG instance", u)
+		}
+		if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, MIG: ref}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +51,7 @@ type migOutcome struct {
 	Repartitions []string // "node/gpu: layout"
 }
 
-func migOutcomeOf(p Plan, id workload.JobID) migOutcome {
+func migOutcomeOf(s *cluster.State, p Plan, id workload.JobID) migOutcome {
 	var o migOutcome
 	for _, rp := range p.Repartitions {
 		o.Repartitions = append(o.Repartitions, fmt.Sprintf("%s/%s: %s", rp.Node, rp.Device, rp.Layout))
@@ -56,7 +59,8 @@ func migOutcomeOf(p Plan, id workload.JobID) migOutcome {
 	for _, b := range p.Binds {
 		if b.Job == id {
 			pb := b.Pods[0]
-			o.Bound = fmt.Sprintf("%s/%s/%s", pb.Node, pb.Devices[0], pb.Alloc.Devices[0].MIG)
+			d := pb.Alloc.Devices[0]
+			o.Bound = fmt.Sprintf("%s/%s/%s", pb.Node, pb.Devices[0], s.MIGInstance(pb.NodeIndex, d.Device, d.MIG))
 		}
 	}
 	for _, pe := range p.Pending {
@@ -168,7 +172,7 @@ func TestMIGPlacement(t *testing.T) {
 			nodes: [][]cluster.Node{a100("a")},
 			job:   build.Job("j").GPUs(1).Obj(),
 			want: migOutcome{Verdict: placement.NeverFits,
-				Message: "no GPU of model (a GPU not in MIG mode) in the cluster (models: A100 (MIG))"},
+				Message: "no GPU of model (a GPU not in MIG mode) in the cluster (models: A100 (MIG A100-40GB))"},
 		},
 		"a whole GPU goes to the GPU not in MIG mode": {
 			nodes: [][]cluster.Node{a100("a"), build.Node().Name("w").Model("A100").GPUs(1).Times(1)},
@@ -185,7 +189,7 @@ func TestMIGPlacement(t *testing.T) {
 				policy = Corral
 			}
 			snap := &Snapshot{State: s, Mix: tc.mix, Pending: []PendingJob{{Job: tc.job}}}
-			got := migOutcomeOf(New(Config{Policy: policy}).Cycle(snap), tc.job.ID)
+			got := migOutcomeOf(s, New(Config{Policy: policy}).Cycle(snap), tc.job.ID)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

@@ -35,13 +35,13 @@ const (
 )
 
 // CorralNewest is corral with the peers' preemption: victims by lowest
-// priority, then newest, and no consolidation. It is the baseline for
+// priority, then newest, never waiting for checkpoints. It is the baseline for
 // preemption reports, not in Policies (default runs leave it out).
 const CorralNewest Policy = "corral-newest"
 
-// CorralNoMove is corral without consolidation moves: an ablation for
-// preemption reports.
-const CorralNoMove Policy = "corral-nomove"
+// CorralConsolidate is corral with consolidation moves on
+// (Config.Consolidate).
+const CorralConsolidate Policy = "corral-consolidate"
 
 // Policies lists every policy in report order.
 var Policies = []Policy{Corral, Spread, Binpack, FIFO, Greedy}
@@ -51,12 +51,12 @@ func (p Policy) gangs() bool { return p == Corral || p == FIFO || p == Greedy }
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
-	for _, p := range append(Policies, CorralNewest, CorralNoMove) {
+	for _, p := range append(Policies, CorralNewest, CorralConsolidate) {
 		if string(p) == s {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy, corral-newest, corral-nomove)", s)
+	return "", fmt.Errorf("unknown policy %q (known: corral, spread, binpack, fifo, greedy, corral-newest, corral-consolidate)", s)
 }
 
 // Orderer decides the order in which pending jobs are considered. It is the
@@ -99,9 +99,14 @@ type Config struct {
 	// PreemptBudget caps the placements one cycle tries while searching
 	// for victims; zero means DefaultPreemptBudget.
 	PreemptBudget int
-	// NoConsolidation turns consolidation moves off (preemption and
-	// reclaim stay).
-	NoConsolidation bool
+	// Consolidate turns consolidation moves on. Off by default: in the
+	// simulator benchmark (docs/benchmarks.md) the moves threw away more
+	// work than the gangs' earlier starts were worth.
+	Consolidate bool
+	// CheckpointWait is how long a preemption may wait for its victims'
+	// next checkpoint (least-lost only); zero means DefaultCheckpointWait,
+	// negative never waits.
+	CheckpointWait time.Duration
 	// Backfill tunes reservations and runtime limits.
 	Backfill BackfillConfig
 }
@@ -128,8 +133,8 @@ func New(cfg Config) *Engine {
 	switch cfg.Policy {
 	case CorralNewest:
 		cfg.Policy, cfg.Preemption = Corral, PreemptNewest
-	case CorralNoMove:
-		cfg.Policy, cfg.NoConsolidation = Corral, true
+	case CorralConsolidate:
+		cfg.Policy, cfg.Consolidate = Corral, true
 	}
 	if cfg.Preemption == "" {
 		cfg.Preemption = PreemptLeastLost
@@ -149,7 +154,7 @@ func (e *Engine) Policy() Policy { return e.name }
 //     pod), against the running view so nothing is booked twice, within its
 //     queue's limits,
 //  4. makes room for a job that only waits for capacity by preempting,
-//     reclaiming or consolidating running jobs (corral only),
+//     reclaiming or (opt-in) consolidating running jobs (corral only),
 //  5. explains every job left waiting and reports the queues.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	view := s.State.Clone()
@@ -299,7 +304,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: bf.blocked(pj.Job, gang, r, &plan)})
 			continue
 		}
-		// Queue limit, once the GPU models are known (issue 5).
+		// Queue limit, once the GPU models are known (issue 5). A placement
+		// that evicted victims stands: the limit was checked before, on what
+		// the job asks for; only a pod accepting several models can differ.
 		if why := qs.limitAfter(leaf, view, res.Assignments); why != "" && len(evictions) == 0 {
 			placer.Undo()
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
@@ -322,6 +329,10 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	// every hold is lifted.
 	bf.grow(placer, &plan)
 	bf.finish()
+	// Preemption (issue 5): when a deferred preemption should be looked at.
+	if room != nil {
+		plan.Retry = room.retry
+	}
 	return plan
 }
 

@@ -179,6 +179,10 @@ type Plan struct {
 	Stats  CycleStats
 	// PoolProblems names pools of the snapshot left out as invalid.
 	PoolProblems []string
+	// Retry, when set, is a time at which a cycle may decide differently
+	// without any new event (a preemption deferred to its victims' next
+	// checkpoint). Drivers that run cycles only on events run one then.
+	Retry time.Time
 }
 
 // QueueStatus is one queue's standing, for its status and metrics.
@@ -205,6 +209,7 @@ type CycleStats struct {
 	PreemptSearches    int
 	PreemptEvaluations int
 	PreemptGaveUp      int
+	PreemptDeferred    int // preemptions held back for the victims' next checkpoint
 	Evictions          int
 	Consolidations     int
 

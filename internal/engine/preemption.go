@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
@@ -34,6 +35,9 @@ const (
 const (
 	DefaultPreemptBudget = 500
 	perJobBudget         = 100
+	// DefaultCheckpointWait bounds how long a preemption may wait for its
+	// victims' next checkpoint (Config.CheckpointWait).
+	DefaultCheckpointWait = 20 * time.Minute
 	// consolidationTries caps the gangs a cycle tries to consolidate for:
 	// estimating the wait walks every running job of every domain.
 	consolidationTries = 16
@@ -62,6 +66,8 @@ type roomMaker struct {
 	// unitsOf caches each one's units (costs do not change within a cycle).
 	evictable []bool
 	unitsOf   map[int][]preempt.Unit
+	// retry is when a deferred preemption should be looked at again.
+	retry time.Time
 }
 
 func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placement.Placer, scorer placement.Scorer,
@@ -112,7 +118,7 @@ func (m *roomMaker) makeRoom(pj PendingJob, leaf string, gang placement.Gang, f 
 	if res.Failure == nil && len(res.Assignments) > 0 {
 		return res, evs, ""
 	}
-	if m.e.cfg.Preemption == PreemptNewest || m.e.cfg.NoConsolidation {
+	if m.e.cfg.Preemption == PreemptNewest || !m.e.cfg.Consolidate {
 		return placement.Result{}, nil, why
 	}
 	res, evs, cwhy := m.consolidate(pj, gang)
@@ -247,12 +253,75 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 	if !r.Found {
 		return placement.Result{}, nil, "preemption: " + r.Why
 	}
+	if strategy == preempt.LeastLost {
+		if why := m.deferToCheckpoint(units, r.Victims); why != "" {
+			return placement.Result{}, nil, why
+		}
+	}
 	return m.apply(pj, leaf, gang, units, r, func(u int) EvictionCause {
 		if kinds[u] == preempt.ByReclaim {
 			return CauseReclaim
 		}
 		return CausePreempt
 	})
+}
+
+// deferToCheckpoint holds a preemption back when every victim is about to
+// checkpoint: evicting right after the checkpoint throws away only the
+// restart overhead, and the victims keep working meanwhile, so waiting
+// costs no GPU time, only the waiting job's latency, bounded by
+// Config.CheckpointWait. A victim that does not checkpoint, or whose
+// checkpoint is overdue by more than a quarter of the wait, is evicted now.
+// It returns the reason the job waits, and books when to look again.
+func (m *roomMaker) deferToCheckpoint(units []preempt.Unit, victims []int) string {
+	wait := m.e.cfg.CheckpointWait
+	if wait == 0 {
+		wait = DefaultCheckpointWait
+	}
+	if wait < 0 {
+		return ""
+	}
+	grace := wait / 4
+	var latest time.Time
+	var saved float64
+	jobs := map[workload.JobID]bool{}
+	for _, u := range victims {
+		jobs[units[u].Job] = true
+	}
+	for _, rj := range m.running {
+		if !jobs[rj.Job.ID] {
+			continue
+		}
+		ci := rj.Job.CheckpointInterval
+		if ci <= 0 {
+			return ""
+		}
+		last := LastCheckpoint(rj, m.s.Now)
+		next := last.Add(ci)
+		if last.Equal(rj.Start) {
+			next = rj.Start.Add(rj.Job.RestartOverhead + ci)
+		}
+		if next.Sub(m.s.Now) > wait || m.s.Now.Sub(next) > grace {
+			return ""
+		}
+		if next.After(latest) {
+			latest = next
+		}
+		saved += RestartCost(rj, nil, m.s.Now) - RestartCost(RunningJob{Job: rj.Job, Pods: rj.Pods, Start: rj.Start, LastCheckpoint: m.s.Now}, nil, m.s.Now)
+	}
+	if saved <= 0 {
+		return ""
+	}
+	retry := latest.Add(time.Second)
+	if !retry.After(m.s.Now) {
+		retry = m.s.Now.Add(grace / 2) // the checkpoint is late: look again soon
+	}
+	if m.retry.IsZero() || retry.Before(m.retry) {
+		m.retry = retry
+	}
+	m.stats.PreemptDeferred++
+	return fmt.Sprintf("preemption deferred until %s, when its victims checkpoint (saves %.2f GPU-hours)",
+		retry.UTC().Format(time.RFC3339), saved/3600)
 }
 
 // reclaimKeeps vets a set of victims queue by queue (preempt.Keeps), so

@@ -140,7 +140,7 @@ func TestPreemptionChoosesTheVictimsThatLoseLeastWork(t *testing.T) {
 					running = append(running, victim{id: "blocker-" + n, nodes: []string{n}, ago: time.Hour, fixed: true}.run(t, s, now))
 				}
 			}
-			e := New(Config{Preemption: tc.preemption})
+			e := New(Config{Preemption: tc.preemption, CheckpointWait: -1})
 			p := e.Cycle(&Snapshot{State: s, Pending: pendingOf(tc.preemptor), Running: running, Now: now})
 			if diff := cmp.Diff(tc.want, evicted(p)); diff != "" {
 				t.Fatalf("evicted (-want +got):\n%s\npending: %+v", diff, p.Pending)
@@ -218,7 +218,7 @@ func TestReturningOwnerReclaimsItsGuarantee(t *testing.T) {
 		{Name: "b"},
 	}
 	back := build.Job("a-back").Queue("a").Pods(2).GPUs(8).Obj() // priority 0 < 50: only reclaim can help
-	p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(back), Running: running, Queues: qs, Now: now})
+	p := New(Config{CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(back), Running: running, Queues: qs, Now: now})
 	if diff := cmp.Diff([]string{"b-run0", "b-run1"}, evicted(p)); diff != "" {
 		t.Fatalf("evicted (-want +got):\n%s\npending %+v", diff, p.Pending)
 	}
@@ -295,7 +295,7 @@ func TestConsolidationFreesARackOnlyWhenItPays(t *testing.T) {
 				mk("x0", "r1-n-0", end, 0, 0), mk("x1", "r1-n-1", end, 0, 0),
 			}
 			gang := build.Job("gang").Pods(4).GPUs(8).Required("rack").Obj()
-			p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(gang), Running: running, Now: now})
+			p := New(Config{Consolidate: true}).Cycle(&Snapshot{State: s, Pending: pendingOf(gang), Running: running, Now: now})
 			if diff := cmp.Diff(tc.want, evicted(p)); diff != "" {
 				t.Fatalf("moved (-want +got):\n%s\npending %+v", diff, p.Pending)
 			}
@@ -327,14 +327,14 @@ func TestPreemptionSearchIsBounded(t *testing.T) {
 	// A budget of 2: the scan of the running jobs, and one placement tried,
 	// enough to learn that evicting everything would make room, not enough
 	// to prove any set.
-	p := New(Config{PreemptBudget: 2}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+	p := New(Config{PreemptBudget: 2, CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
 	if len(p.Evictions) != 0 || p.Stats.PreemptGaveUp != 1 || p.Stats.PreemptEvaluations != 1 {
 		t.Fatalf("evictions %v, stats %+v", p.Evictions, p.Stats)
 	}
 	if r := reasonOf(p, "hi"); !strings.Contains(r.Message, "gave up after 1 placements") {
 		t.Errorf("reason %q does not say the search gave up", r.Message)
 	}
-	p = New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+	p = New(Config{CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
 	if len(p.Evictions) != 4 || p.Stats.PreemptGaveUp != 0 {
 		t.Errorf("with the default budget: evictions %v, stats %+v", p.Evictions, p.Stats)
 	}
@@ -357,7 +357,7 @@ func TestPreemptionIsDeterministic(t *testing.T) {
 			running[i], running[j] = running[j], running[i]
 		}
 		hi := build.Job("hi").Pods(3).GPUs(8).Priority(10).Required("rack").Obj()
-		p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+		p := New(Config{CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
 		if round == 0 {
 			first = p
 			if len(p.Evictions) != 3 {
@@ -368,5 +368,58 @@ func TestPreemptionIsDeterministic(t *testing.T) {
 		if diff := cmp.Diff(first, p); diff != "" {
 			t.Fatalf("round %d differs (-first +this):\n%s", round, diff)
 		}
+	}
+}
+
+func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	// The victim checkpoints every 30 minutes; corral waits at most 10.
+	cases := map[string]struct {
+		sinceCkpt time.Duration
+		deferred  bool
+	}{
+		"next checkpoint in 5 minutes: wait for it":     {sinceCkpt: 25 * time.Minute, deferred: true},
+		"next checkpoint in 20 minutes: evict now":      {sinceCkpt: 10 * time.Minute},
+		"checkpoint late by a minute: still wait":       {sinceCkpt: 31 * time.Minute, deferred: true},
+		"checkpoint late by 5 minutes: evict now":       {sinceCkpt: 35 * time.Minute},
+		"just checkpointed: nothing to save, evict now": {sinceCkpt: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(1, 2))
+			v := victim{id: "v", nodes: []string{"r0-n-0", "r0-n-1"}, ago: 10 * time.Hour, sinceCkpt: tc.sinceCkpt}
+			if tc.sinceCkpt == 0 {
+				v.sinceCkpt = time.Nanosecond
+			}
+			running := []RunningJob{v.run(t, s, now)}
+			hi := build.Job("hi").Pods(2).GPUs(8).Priority(10).Obj()
+			p := New(Config{CheckpointWait: 10 * time.Minute}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+			if got := len(p.Evictions) == 0; got != tc.deferred {
+				t.Fatalf("deferred = %v, want %v; evictions %v, pending %+v", got, tc.deferred, p.Evictions, p.Pending)
+			}
+			if !tc.deferred {
+				if !p.Retry.IsZero() {
+					t.Errorf("retry %v set without a deferral", p.Retry)
+				}
+				return
+			}
+			next := running[0].LastCheckpoint.Add(30 * time.Minute)
+			if want := next.Add(time.Second); next.After(now) && !p.Retry.Equal(want) {
+				t.Errorf("retry at %v, want %v", p.Retry, want)
+			}
+			if r := reasonOf(p, "hi"); !strings.Contains(r.Message, "preemption deferred") || p.Stats.PreemptDeferred != 1 {
+				t.Errorf("reason %q, stats %+v", r.Message, p.Stats)
+			}
+			// At the retry the victim has checkpointed: it loses only its
+			// restart overhead.
+			running[0].LastCheckpoint = p.Retry.Add(-time.Second)
+			later := New(Config{CheckpointWait: 10 * time.Minute}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: p.Retry})
+			if len(later.Evictions) != 1 || !outcomeOf(later, "hi").Placed {
+				t.Fatalf("at the retry: evictions %v, pending %+v", later.Evictions, later.Pending)
+			}
+			if lost, overhead := later.Evictions[0].LostGPUSeconds, 16*(5*time.Minute+time.Second).Seconds(); lost > overhead {
+				t.Errorf("lost %v GPU-s after the checkpoint, want at most the overhead %v", lost, overhead)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 		ann[v1alpha1.AnnotationAssignedNICs] = strings.Join(pb.NICs, ",")
 	}
 	if n, ok := w.state.NodeIndex(pb.Node); ok {
-		if m := assignedMIG(w.state.Node(n), pb.Alloc.Devices); m != "" {
+		if m := assignedMIG(w.state, n, pb.Alloc.Devices); m != "" {
 			ann[v1alpha1.AnnotationAssignedMIG] = m
 		}
 	}

@@ -89,7 +89,7 @@ func (pr *preemptions) waiting(live map[types.UID]bool, now time.Time) map[workl
 func (pr *preemptions) victims(job workload.JobID) []string {
 	vs, ok := pr.waits[job]
 	if !ok {
-		return []string{"pods evicted from its nodes this cycle"}
+		return []string{"pods the plan evicts from its nodes (an eviction failed, or is for another job)"}
 	}
 	var out []string
 	for _, name := range vs.uids {
@@ -130,13 +130,15 @@ func evictionMessage(ev engine.Eviction) string {
 // evict carries out one eviction of the plan, a gang at a time: every pod
 // first gets a DisruptionTarget condition (reason PreemptionByScheduler)
 // naming the preemptor and the cause, then goes through the Eviction API,
-// which honours PodDisruptionBudgets. It returns the pods evicted. A pod
-// whose eviction fails does not stop the others: the engine decided the
-// gang goes, and a gang left below its minimum is rolled back later.
-func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *reporter) ([]*corev1.Pod, error) {
+// which honours PodDisruptionBudgets. It returns the pods evicted, and the
+// nodes of every pod the plan named, evicted or not: binds there counted on
+// the room. A pod whose eviction fails does not stop the others: the engine
+// decided the gang goes, and a gang left below its minimum is rolled back
+// later.
+func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *reporter) (evicted []*corev1.Pod, nodes []string, err error) {
 	kj := w.byID[ev.Job]
 	if kj == nil {
-		return nil, fmt.Errorf("plan evicts unknown job %s", ev.Job)
+		return nil, nil, fmt.Errorf("plan evicts unknown job %s", ev.Job)
 	}
 	refs := ev.Pods
 	if len(refs) == 0 {
@@ -152,7 +154,6 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 			delete(b.blocked, uid) // the pod is long gone or long unblocked
 		}
 	}
-	var evicted []*corev1.Pod
 	var errs []string
 	for _, ref := range refs {
 		p := kj.pods[ref]
@@ -160,13 +161,14 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 			errs = append(errs, fmt.Sprintf("plan names unknown pod %s", ref))
 			continue
 		}
+		if node, ok := kj.bound[ref]; ok {
+			nodes = append(nodes, node)
+		}
 		if p.Spec.NodeName == "" {
 			continue // assumed only: its binding has not landed yet
 		}
 		if at, ok := b.blocked[p.UID]; ok && b.now().Sub(at) < evictionBackoff {
-			errs = append(errs, fmt.Sprintf("%s/%s: a PodDisruptionBudget refused its eviction %s ago; trying again after %s",
-				p.Namespace, p.Name, b.now().Sub(at).Round(time.Second), evictionBackoff))
-			continue
+			continue // refused moments ago: already logged, with an event
 		}
 		if err := b.evictPod(ctx, p, "corral: "+msg); err != nil {
 			if apierrors.IsTooManyRequests(err) {
@@ -195,9 +197,9 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 		}
 	}
 	if len(errs) > 0 {
-		return evicted, fmt.Errorf("job %s: %s", ev.Job, strings.Join(errs, "; "))
+		return evicted, nodes, fmt.Errorf("job %s: %s", ev.Job, strings.Join(errs, "; "))
 	}
-	return evicted, nil
+	return evicted, nodes, nil
 }
 
 // evictPod evicts one pod through the Eviction API, after writing a

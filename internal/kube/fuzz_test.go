@@ -37,3 +37,39 @@ func FuzzPodAnnotations(f *testing.F) {
 		}
 	})
 }
+
+// FuzzQueues: whatever a Queue holds (where the API server's validation was
+// bypassed), converting the queues and resolving a pod's queue never
+// panics, and a queue the conversion accepts has amounts the engine's tree
+// takes (no negative amount, no bad weight).
+func FuzzQueues(f *testing.F) {
+	f.Add("a", "", "gpu/H100", "8", "16", "1", "ns", "Preempt")
+	f.Add("a", "a", "nvidia.com/gpu", "-1", "1e40", "0", "", "Sometimes")
+	f.Add("root", "b", "*", "1.5", "0.001m", "-3", "ns", "")
+	f.Fuzz(func(t *testing.T, name, parent, res, guaranteed, limit, weight, ns, policy string) {
+		q := v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.QueueSpec{Parent: parent, Namespaces: []string{ns}, ReclaimPolicy: v1alpha1.ReclaimPolicy(policy)}}
+		r := v1alpha1.QueueResource{Name: res}
+		for _, f := range []struct {
+			s   string
+			dst **resource.Quantity
+		}{{guaranteed, &r.Guaranteed}, {limit, &r.Limit}, {weight, &r.Weight}} {
+			if v, err := resource.ParseQuantity(f.s); err == nil {
+				*f.dst = &v
+			}
+		}
+		q.Spec.Resources = []v1alpha1.QueueResource{r}
+		child := v1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Name: "child"}, Spec: v1alpha1.QueueSpec{Parent: name}}
+		qs := newQueueSet([]*v1alpha1.Queue{&q, &child}, nil, "nvidia.com/gpu", []string{"H100"})
+		for _, s := range qs.specs {
+			for r, v := range s.Guarantee {
+				if v < 0 || r == "" {
+					t.Fatalf("spec %s guarantee %s=%d", s.Name, r, v)
+				}
+			}
+		}
+		qs.resolve("", ns)
+		qs.resolve(name, ns)
+		queueStatuses(qs, nil, "nvidia.com/gpu")
+	})
+}

@@ -98,6 +98,10 @@ func readLayouts(raw string) (map[string]mig.Layout, error) {
 	return out, nil
 }
 
+// maxMIGGPUs bounds the MIG GPUs read from one node, as the extended
+// resource's count is bounded for whole GPUs.
+const maxMIGGPUs = 256
+
 // migDevices reads a node's MIG GPUs. taken holds the ids of its other
 // GPUs; a MIG GPU may not reuse one.
 func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map[string]bool) ([]cluster.Device, []string) {
@@ -121,7 +125,7 @@ func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map
 	} else {
 		layouts = packAdvertised(geom, advertised)
 		if c, err := strconv.Atoi(n.Labels[v1alpha1.LabelGFDCount]); err == nil {
-			for i := len(layouts); i < c-whole; i++ {
+			for i := len(layouts); i < min(c-whole, maxMIGGPUs); i++ {
 				layouts[fmt.Sprintf("mig%d", i)] = mig.Layout{}
 			}
 		}
@@ -138,14 +142,26 @@ func migDevices(n *corev1.Node, model string, memMiB int64, whole int, taken map
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return devNameLess(ids[i], ids[j]) })
+	if len(ids) > maxMIGGPUs {
+		warnings = append(warnings, fmt.Sprintf("%d MIG GPUs listed; only the first %d are used", len(ids), maxMIGGPUs))
+		ids = ids[:maxMIGGPUs]
+	}
+	bad := map[string]bool{}
+	for _, id := range strings.Split(n.Annotations[v1alpha1.AnnotationUnhealthyGPUs], ",") {
+		bad[strings.TrimSpace(id)] = true
+	}
 	var out []cluster.Device
 	for i, id := range ids {
+		if id == "" {
+			warnings = append(warnings, "a MIG GPU without an id; left out")
+			continue
+		}
 		if taken[id] {
 			warnings = append(warnings, fmt.Sprintf("MIG GPU %s has the id of a GPU not in MIG mode; left out", id))
 			continue
 		}
 		d := cluster.Device{ID: id, Model: model, MemMiB: memMiB, NVLink: -1, PCIeSwitch: min(whole+i, cluster.MaxCoordinate),
-			MIG: geom.Name, MIGLayout: layouts[id]}
+			MIG: geom.Name, MIGLayout: layouts[id], Unhealthy: bad[id]}
 		if err := geom.Validate(d.MIGLayout); err != nil {
 			warnings = append(warnings, fmt.Sprintf("MIG GPU %s: %v; left out", id, err))
 			continue
@@ -284,31 +300,34 @@ func sharedGPURequest(p *corev1.Pod, r *workload.Request) error {
 	return nil
 }
 
-// assignedMIG formats the binding annotation of a pod's MIG instances.
-func assignedMIG(node *cluster.Node, shares []cluster.DeviceShare) string {
+// assignedMIG formats the binding annotation of a pod's MIG instances on
+// node n.
+func assignedMIG(s *cluster.State, n int, shares []cluster.DeviceShare) string {
 	var parts []string
 	for _, d := range shares {
-		if d.MIG.Profile != "" {
-			parts = append(parts, node.Devices[d.Device].ID+":"+d.MIG.String())
+		if d.MIG.IsSet() {
+			parts = append(parts, s.Node(n).Devices[d.Device].ID+":"+s.MIGInstance(n, d.Device, d.MIG).String())
 		}
 	}
 	return strings.Join(parts, ",")
 }
 
 // migShares reads a bound pod's corral.dev/assigned-mig annotation back.
-func migShares(node *cluster.Node, raw string, milli int32) []cluster.DeviceShare {
+func migShares(s *cluster.State, n int, raw string, milli int32) []cluster.DeviceShare {
 	var out []cluster.DeviceShare
 	for _, f := range strings.Split(raw, ",") {
 		id, inst, ok := strings.Cut(strings.TrimSpace(f), ":")
 		if !ok {
 			continue
 		}
-		k := deviceIndex(node, id)
+		k := deviceIndex(s.Node(n), id)
 		l, err := parseLayout(inst)
 		if k < 0 || err != nil || len(l) != 1 {
 			continue
 		}
-		out = append(out, cluster.DeviceShare{Device: k, Milli: milli, MIG: l[0]})
+		if ref, ok := s.MIGRef(n, k, l[0]); ok {
+			out = append(out, cluster.DeviceShare{Device: k, Milli: milli, MIG: ref})
+		}
 	}
 	return out
 }
@@ -319,7 +338,9 @@ func migShares(node *cluster.Node, raw string, milli int32) []cluster.DeviceShar
 func firstFreeMIG(s *cluster.State, n int, profile string, milli int32) []cluster.DeviceShare {
 	for k := range s.Node(n).Devices {
 		if i := s.MIGFreeInstance(n, k, profile); i >= 0 && !s.MIGPending(n, k) {
-			return []cluster.DeviceShare{{Device: k, Milli: milli, MIG: s.MIGLayout(n, k)[i]}}
+			if ref, ok := s.MIGRef(n, k, s.MIGLayout(n, k)[i]); ok {
+				return []cluster.DeviceShare{{Device: k, Milli: milli, MIG: ref}}
+			}
 		}
 	}
 	return nil

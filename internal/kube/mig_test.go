@@ -69,6 +69,11 @@ func TestMIGNodes(t *testing.T) {
 			node: migNode("Tesla-T4", map[string]int64{"nvidia.com/mig-1g.10gb": 1}, nil),
 			warn: "not a MIG product corral knows",
 		},
+		"a GPU without an id is left out, the others stay": {
+			node: migNode("NVIDIA H100 80GB HBM3", nil, map[string]string{v1alpha1.AnnotationMIGLayout: `{"":"7g.80gb@0","gpu1":"7g.80gb@0"}`}),
+			want: []string{"gpu1:7g.80gb@0"},
+			warn: "a MIG GPU without an id; left out",
+		},
 		"an invalid layout leaves the GPU out": {
 			node: migNode("NVIDIA H100 80GB HBM3", nil, map[string]string{v1alpha1.AnnotationMIGLayout: `{"gpu0":"4g.40gb@4"}`}),
 			warn: "MIG GPU gpu0: 4g.40gb@4: invalid placement start",

@@ -85,6 +85,17 @@ func (r *reporter) queueStatus(ctx context.Context, c *Cache, want map[string]v1
 			}
 		}
 		next.Conditions = conds
+		if changed {
+			// kubectl describe shows a queue's history, e.g. when an edit to
+			// its parent left it out of the tree.
+			if c := meta.FindStatusCondition(conds, v1alpha1.QueueConditionAccepted); c != nil {
+				kind := corev1.EventTypeNormal
+				if c.Status != metav1.ConditionTrue {
+					kind = corev1.EventTypeWarning
+				}
+				r.event(u, kind, c.Reason, "Validate", "%s", c.Message)
+			}
+		}
 		if !changed && sameList(old.Allocated, next.Allocated) && sameList(old.FairShare, next.FairShare) &&
 			sameList(old.Pending, next.Pending) && sameList(old.Borrowed, next.Borrowed) {
 			continue

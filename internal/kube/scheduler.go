@@ -200,10 +200,11 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 
 	// Evictions go first: the binds of the same plan may use what they
 	// free. A bind onto a node that still holds a victim waits for the
-	// victim to terminate (the kubelet counts it until then).
+	// victim to terminate (the kubelet counts it until then), and one onto
+	// a node whose eviction failed (a PodDisruptionBudget) never had room.
 	evictedOn := map[string]bool{}
 	for _, ev := range plan.Evictions {
-		pods, err := s.binder.evict(ctx, w, ev, s.reporter)
+		pods, nodes, err := s.binder.evict(ctx, w, ev, s.reporter)
 		if err != nil {
 			res.EvictErrors = append(res.EvictErrors, err)
 		}
@@ -212,8 +213,8 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		if len(pods) > 0 {
 			s.metrics.queue.lostGPUSeconds.WithLabelValues(string(ev.Cause)).Add(ev.LostGPUSeconds)
 		}
-		for _, p := range pods {
-			evictedOn[p.Spec.NodeName] = true
+		for _, n := range nodes {
+			evictedOn[n] = true
 		}
 		if ev.By != "" && len(pods) > 0 {
 			s.preempting.record(ev.By, pods, start)

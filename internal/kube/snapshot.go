@@ -341,7 +341,7 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 			// The instance corral recorded, else the first free one of the
 			// profile, as the device plugin hands them out.
 			milli := int32(req.GPUMilliTotal())
-			if a.Devices = migShares(node, h.ann[v1alpha1.AnnotationAssignedMIG], milli); len(a.Devices) == 0 {
+			if a.Devices = migShares(s, h.node, h.ann[v1alpha1.AnnotationAssignedMIG], milli); len(a.Devices) == 0 {
 				a.Devices = firstFreeMIG(s, h.node, req.MIGProfile, milli)
 			}
 		case h.knownGPUs:

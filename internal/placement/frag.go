@@ -164,9 +164,13 @@ func fingerprint(models []string, mix Mix) uint64 {
 		word(uint64(r.MemMiB))
 		word(uint64(r.GPUs))
 		word(uint64(r.GPUMilli))
-		word(uint64(r.GPUMemMiB))
-		h.Write([]byte(r.MIGProfile))
-		h.Write([]byte{0})
+		if r.ByMemory() || r.MIG() {
+			// Only shares by memory and MIG shapes hash these, so the
+			// fgd protocol's mixes cost what they did before.
+			word(uint64(r.GPUMemMiB))
+			h.Write([]byte(r.MIGProfile))
+			h.Write([]byte{0})
+		}
 		for _, m := range r.Models {
 			h.Write([]byte(m))
 			h.Write([]byte{0})

@@ -172,6 +172,11 @@ func (p *Placer) bestNode(d cluster.DomainID, pods []PodReq) (best int, bestGPU 
 	groups := groupPods(pods)
 	host := p.s.HostLevel()
 	dom := p.s.Domain(d)
+	if d == 0 && pods[0].MIG() && boundWith(p.s, d, groups, false, true) < len(pods) {
+		// Too few free instances of the profile anywhere: one walk over the
+		// GPUs saves descending into every rack.
+		return -1, -1
+	}
 	if dom.Level == host {
 		if _, gpu, ok := p.scoreNode(dom.Lo, pods); ok {
 			return dom.Lo, gpu
@@ -278,6 +283,14 @@ func (p *Placer) bound(d cluster.DomainID, groups []podGroup) int {
 }
 
 func boundOn(s *cluster.State, d cluster.DomainID, groups []podGroup, capacity bool) int {
+	return boundWith(s, d, groups, capacity, false)
+}
+
+// boundWith is boundOn; with exactMIG it counts the free instances of a MIG
+// pod's profile (a walk over the domain's GPUs, for failure reasons) rather
+// than bounding them by free compute (what the search uses: a domain it
+// descends into for nothing is skipped at the node level).
+func boundWith(s *cluster.State, d cluster.DomainID, groups []podGroup, capacity, exactMIG bool) int {
 	cpu, mem := s.DomainFreeCPU(d), s.DomainFreeMem(d)
 	total := 0
 	for _, g := range groups {
@@ -296,7 +309,7 @@ func boundOn(s *cluster.State, d cluster.DomainID, groups []podGroup, capacity b
 			}
 			if least <= 0 {
 				fit = 0
-			} else if !capacity && r.MIG() {
+			} else if !capacity && r.MIG() && exactMIG {
 				fit = min(fit, freeInstances(s, d, r))
 			} else if !capacity {
 				if m := int(s.DomainFreeMilli(d, r.Mask) / least); m < fit {

@@ -43,7 +43,7 @@ func migMask(s *cluster.State, r workload.Request) cluster.ModelMask {
 		if _, ok := g.Profile(r.MIGProfile); !ok {
 			continue
 		}
-		base := strings.TrimSuffix(name, cluster.MIGModelSuffix)
+		base, _ := cluster.MIGBaseModel(name)
 		if len(r.Models) == 0 || slices.Contains(r.Models, base) || slices.Contains(r.Models, g.Name) {
 			mask |= 1 << uint(i)
 		}

@@ -82,11 +82,18 @@ func migShare(s *cluster.State, n, k int, r *PodReq) (cluster.DeviceShare, bool)
 	if k < 0 || !r.Mask.Has(s.DeviceModel(n, k)) || s.MIGPending(n, k) {
 		return cluster.DeviceShare{}, false
 	}
+	return instanceShare(s, n, k, r)
+}
+
+// instanceShare is the share of r's free instance on device k of node n,
+// whether or not the GPU waits for a re-partition.
+func instanceShare(s *cluster.State, n, k int, r *PodReq) (cluster.DeviceShare, bool) {
 	i := s.MIGFreeInstance(n, k, r.MIGProfile)
 	if i < 0 {
 		return cluster.DeviceShare{}, false
 	}
-	return cluster.DeviceShare{Device: k, Milli: int32(r.GPUMilliTotal()), MIG: s.MIGLayout(n, k)[i]}, true
+	ref, ok := s.MIGRef(n, k, s.MIGLayout(n, k)[i])
+	return cluster.DeviceShare{Device: k, Milli: int32(r.GPUMilliTotal()), MIG: ref}, ok
 }
 
 // Repartition is a planned re-partition of one idle MIG GPU.
@@ -146,7 +153,7 @@ func (p *Placer) PlanMIG(g Gang, mix Mix) (res Result, planned []Repartition, wa
 			}
 			planned = append(planned, rp)
 		}
-		share, _ := p.pendingShare(n, k, r)
+		share, _ := instanceShare(p.s, n, k, r)
 		a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB, Devices: []cluster.DeviceShare{share}}
 		if p.s.Allocate(n, a) != nil {
 			return fail()
@@ -183,35 +190,7 @@ func (p *Placer) pendingInstance(r *PodReq) (int, int) {
 // freeInstances counts the free instances of r's profile that can be bound
 // now (not waiting for a re-partition) on the nodes of domain d.
 func freeInstances(s *cluster.State, d cluster.DomainID, r *PodReq) int {
-	dom := s.Domain(d)
-	t := 0
-	for n := dom.Lo; n < dom.Hi; n++ {
-		if !s.Schedulable(n) || s.NodeModels(n)&r.Mask == 0 {
-			continue
-		}
-		for k := range s.Node(n).Devices {
-			if !r.Mask.Has(s.DeviceModel(n, k)) || !s.DeviceHealthy(n, k) || s.MIGPending(n, k) {
-				continue
-			}
-			used := s.MIGUsed(n, k)
-			for i, in := range s.MIGLayout(n, k) {
-				if in.Profile == r.MIGProfile && used&(1<<uint(i)) == 0 {
-					t++
-				}
-			}
-		}
-	}
-	return t
-}
-
-// pendingShare is the share of r's instance on a GPU whose layout may be
-// pending.
-func (p *Placer) pendingShare(n, k int, r *PodReq) (cluster.DeviceShare, bool) {
-	i := p.s.MIGFreeInstance(n, k, r.MIGProfile)
-	if i < 0 {
-		return cluster.DeviceShare{}, false
-	}
-	return cluster.DeviceShare{Device: k, Milli: int32(r.GPUMilliTotal()), MIG: p.s.MIGLayout(n, k)[i]}, true
+	return s.DomainFreeMIG(d, r.Mask, r.MIGProfile)
 }
 
 // idleGPU picks the idle MIG GPU to re-partition for r: one with no

@@ -107,7 +107,7 @@ func waitFree(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 	bestNow, bestName := -1, ""
 	var bestFree int64
 	for _, d := range s.DomainsAt(top) {
-		b := boundOn(s, d, groups, false)
+		b := boundWith(s, d, groups, false, true)
 		if b > bestNow {
 			bestNow, bestName, bestFree = b, s.Domain(d).Name, freeFor(s, d, groups)
 		}

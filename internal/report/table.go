@@ -57,10 +57,48 @@ func buildGrid(c *comparison) grid {
 		g.Sections = append(g.Sections, fill(c, "Placement locality", loc))
 		g.Notes = append(g.Notes, "min-dom %: share of multi-node gangs in the fewest possible domains of that topology level.")
 	}
+	if q := preemptionColumns(c); q != nil {
+		g.Sections = append(g.Sections, fill(c, "Queues and preemption", q))
+		g.Notes = append(g.Notes, "GPU-h lost: work evictions threw away (since each job's last checkpoint); "+
+			"Jain: fairness of queue allocation / fair share over time; late queue short: how long the queue that arrived last "+
+			"first stayed under 95% of its fair share with jobs waiting.")
+	}
 	if multi {
 		g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
 	}
 	return g
+}
+
+// preemptionColumns are the queue and eviction figures, or nil when no run
+// had queues or evicted anything.
+func preemptionColumns(c *comparison) []column {
+	found := false
+	for _, p := range c.Policies {
+		for _, r := range p.Runs {
+			if r.Summary.Evictions > 0 || r.Summary.FairnessJain > 0 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	num := func(head string, decimals int, f func(s metrics.Summary) float64) column {
+		return column{head, func(rs []metrics.Result) string { return fixed(statOf(rs, field(f)), decimals, false) }}
+	}
+	return []column{
+		num("evictions", 1, func(s metrics.Summary) float64 { return float64(s.Evictions) }),
+		num("GPU-h lost\npreemption", 1, func(s metrics.Summary) float64 { return s.GPUHoursLostPreemption }),
+		num("GPU-h lost\nconsolidation", 1, func(s metrics.Summary) float64 { return s.GPUHoursLostConsolidation }),
+		{"Jain", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, func(s metrics.Summary) (float64, bool) { return s.FairnessJain, s.FairnessJain > 0 }), 3, false)
+		}},
+		{"late queue\nshort", func(rs []metrics.Result) string {
+			return duration(statOf(rs, func(s metrics.Summary) (float64, bool) {
+				return s.LateQueueToShareS, s.LateQueueToShareS >= 0 && s.LateQueue != ""
+			}))
+		}},
+	}
 }
 
 func fill(c *comparison, title string, cols []column) section {

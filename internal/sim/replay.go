@@ -23,8 +23,9 @@ const (
 	// evWake runs a cycle when a job reaches its max runtime, so that the
 	// engine can stop it then and not at the next arrival.
 	evWake
-	// evRetry runs one more cycle at the same time.
-	evRetry
+	evRetry // the engine asked to look again (Plan.Retry)
+	// evRecycle runs one more cycle at the same time.
+	evRecycle
 )
 
 type event struct {
@@ -118,7 +119,8 @@ type replay struct {
 	fair      *fairness
 	// hist is the completed runtimes the engine estimates from, kept here
 	// as a real driver keeps it.
-	hist backfill.History
+	hist   backfill.History
+	wakeAt time.Time // the pending Plan.Retry event, if any
 	// requeued counts jobs requeued at their max runtime.
 	requeued int
 }
@@ -170,6 +172,11 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 			case evWake:
 				wake = e.epoch == r.jobs[e.job].epoch && r.jobs[e.job].started
 			case evRetry:
+				if !r.wakeAt.Equal(now) {
+					continue // superseded by an earlier retry
+				}
+				r.wakeAt = time.Time{}
+			case evRecycle:
 				wake = true
 			}
 			changed = true
@@ -185,7 +192,7 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 				// same time (once, so that no plan can loop the clock in
 				// place).
 				retried = now
-				r.push(now, evRetry, 0)
+				r.push(now, evRecycle, 0)
 			}
 		} else if changed {
 			r.fair.satisfied(now) // nothing waits: every queue has what it asks for
@@ -285,6 +292,10 @@ func (r *replay) cycle(now time.Time) error {
 		return err
 	}
 	r.fair.observe(plan.Queues, now)
+	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
+		r.wakeAt = plan.Retry
+		r.push(plan.Retry, evRetry, 0)
+	}
 
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {

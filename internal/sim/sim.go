@@ -73,6 +73,9 @@ type Config struct {
 	Comm *CommModel
 	// Backfill tunes reservations and runtime limits.
 	Backfill engine.BackfillConfig
+	// CheckpointWait bounds how long corral's preemption waits for its
+	// victims' next checkpoint (engine.Config.CheckpointWait).
+	CheckpointWait time.Duration
 }
 
 // Rejection is a job the run refused before or while scheduling it.
@@ -102,7 +105,7 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	res.Summary.Nodes = state.NumNodes()
 	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
 	res.Summary.CapacityMilli = state.CapacityMilli()
-	eng := engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill})
+	eng := engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait})
 	start := time.Now()
 	var rej []Rejection
 	switch cfg.Protocol {

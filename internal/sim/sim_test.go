@@ -10,6 +10,7 @@ import (
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/trace"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -176,5 +177,48 @@ func TestFGDOfflineBound(t *testing.T) {
 	}
 	if offline.Summary.JobsSubmitted != online.Summary.JobsSubmitted {
 		t.Errorf("offline placed a different workload: %d vs %d jobs", offline.Summary.JobsSubmitted, online.Summary.JobsSubmitted)
+	}
+}
+
+func TestReplayWithQueuesMeasuresFairnessAndLostWork(t *testing.T) {
+	spec, err := trace.LoadCluster("dgx-h100:blocks=1,racks=2,nodes=4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := trace.LoadTrace("gen:llm?jobs=150&late=0.5&load=1.2&ckpt=30m&restart=5m", trace.Options{Seed: 5, Cluster: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues, err := trace.LoadQueues("teams", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Topology: spec.Topology, Nodes: spec.Nodes, Queues: queues}
+	for _, j := range tr.Jobs {
+		in.Jobs = append(in.Jobs, Job{Job: j.Job, Runtime: j.Runtime})
+	}
+	for _, pol := range []engine.Policy{engine.Corral, engine.CorralNewest} {
+		res, _, err := Run(in, Config{Policy: pol, Protocol: Replay, Seed: 5, Clock: fakeClock()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if s.JobsCompleted != len(in.Jobs) {
+			t.Errorf("%s: %d of %d jobs completed", pol, s.JobsCompleted, len(in.Jobs))
+		}
+		if s.LateQueue != "team-c" || !(s.FairnessJain > 0 && s.FairnessJain <= 1) {
+			t.Errorf("%s: late queue %q, Jain %v", pol, s.LateQueue, s.FairnessJain)
+		}
+		if s.Evictions == 0 || s.Preempted+s.Reclaimed+s.Consolidated != s.Evictions {
+			t.Errorf("%s: evictions %d = %d preempted + %d reclaimed + %d consolidated?", pol, s.Evictions, s.Preempted, s.Reclaimed, s.Consolidated)
+		}
+		if d := s.GPUHoursLost - s.GPUHoursLostPreemption - s.GPUHoursLostConsolidation; d > 1e-9 || d < -1e-9 {
+			t.Errorf("%s: lost %v != %v + %v", pol, s.GPUHoursLost, s.GPUHoursLostPreemption, s.GPUHoursLostConsolidation)
+		}
+		again, _, _ := Run(in, Config{Policy: pol, Protocol: Replay, Seed: 5, Clock: fakeClock()})
+		if again.Summary.GPUHoursLost != s.GPUHoursLost || again.Summary.FairnessJain != s.FairnessJain {
+			t.Errorf("%s: a second run differs", pol)
+		}
+		t.Logf("%s: %d evictions, %.1f GPU-h lost, Jain %.3f", pol, s.Evictions, s.GPUHoursLost, s.FairnessJain)
 	}
 }

@@ -58,7 +58,7 @@ func TestMIGExtendedResources(t *testing.T) {
 			Annotations: map[string]string{v1alpha1.AnnotationMIGLayout: layoutJSON(a100)}, Extra: migResources(a100)},
 		{Name: "h100", Labels: map[string]string{v1alpha1.LabelGFDProduct: "NVIDIA-H100-80GB-HBM3"},
 			Annotations: map[string]string{v1alpha1.AnnotationMIGLayout: layoutJSON(h100)}, Extra: migResources(h100)},
-		{Name: "plain", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100"}},
+		{Name: "plain", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100", v1alpha1.LabelGFDMemory: "81920"}},
 	}
 	for _, spec := range nodes {
 		if _, err := c.AddGPUNode(ctx, spec); err != nil {
@@ -158,6 +158,31 @@ func TestMIGExtendedResources(t *testing.T) {
 		return p.Spec.NodeName == "a100" && p.Annotations[v1alpha1.AnnotationAssignedMIG] == "gpu0:4g.40gb@0",
 			fmt.Sprintf("four on %q with %q", p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationAssignedMIG])
 	})
+	// Shares of one GPU by memory: one fits a GPU of the plain node, one is
+	// above any GPU's memory.
+	share := func(name, mem string) *corev1.Pod {
+		spec := gpuPodSpec(0)
+		spec.Containers[0].Resources.Limits = nil
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Annotations: map[string]string{v1alpha1.AnnotationGPUMemory: mem}}, Spec: spec}
+	}
+	create(share("share", "20Gi"))
+	create(share("too-big", "100Gi"))
+	eventually(t, time.Minute, "the share bound to one GPU, the oversized one told why", func() (bool, string) {
+		p := get("share")
+		if p.Spec.NodeName != "plain" || strings.Contains(p.Annotations[v1alpha1.AnnotationAssignedGPUs], ",") ||
+			p.Annotations[v1alpha1.AnnotationAssignedGPUs] == "" {
+			return false, fmt.Sprintf("share on %q with GPUs %q", p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationAssignedGPUs])
+		}
+		p = get("too-big")
+		if p.Spec.NodeName != "" {
+			t.Fatalf("too-big was bound to %s", p.Spec.NodeName)
+		}
+		reason, msg := scheduledCondition(p)
+		return reason == "Unschedulable" && strings.Contains(msg, "asks 102400 MiB of one GPU; the largest accepted GPU has 81920 MiB"),
+			fmt.Sprintf("too-big: %s %q", reason, msg)
+	})
+
 	// Nothing else moved.
 	for name, w := range wantBound {
 		if p := get(name); p.Spec.NodeName != w.node {

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
@@ -220,6 +222,19 @@ func TestQueueAdmission(t *testing.T) {
 		}
 		return true, ""
 	})
+	eventually(t, 30*time.Second, "an Invalid event on the orphan Queue", func() (bool, string) {
+		evs, err := c.Client.EventsV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "Queue" && e.Regarding.Name == "orphan" && e.Reason == v1alpha1.QueueReasonInvalid &&
+				e.Type == corev1.EventTypeWarning && e.Note == `unknown parent "nope"` {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, none for Queue orphan", len(evs.Items))
+	})
 	// Still never bound.
 	for k := range want {
 		p, err := c.Client.CoreV1().Pods(k.ns).Get(ctx, k.name, metav1.GetOptions{})
@@ -237,8 +252,13 @@ func TestQueueAdmission(t *testing.T) {
 // less work on a restart (a short restart overhead) is evicted through the
 // Eviction API with a DisruptionTarget condition and an event naming the
 // preemptor; the other keeps running, and the owner's pod binds.
-func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
-	c := framework.Start(t, framework.Options{})
+// reclaimSetup starts a cluster with one 8-GPU node, the queues "owner"
+// (a guarantee of 8 H100s, reclaimPolicy Preempt) and "borrower" (none), and
+// corral; the borrower fills the node with two bound 4-GPU pods: restarting
+// "dear" costs 4 GPUs x 2 h of warm-up, "cheap" 4 GPUs x 1 min.
+func reclaimSetup(t *testing.T) (c *framework.Cluster, nsOwner, nsBorrow string) {
+	t.Helper()
+	c = framework.Start(t, framework.Options{})
 	installCRDs(t, c)
 	ctx := context.Background()
 	if _, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: "n0", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100"}}); err != nil {
@@ -247,8 +267,8 @@ func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
 	if err := c.WaitNodeReady(ctx, "n0"); err != nil {
 		t.Fatal(err)
 	}
-	nsOwner := namespace(t, c, "owner-")
-	nsBorrow := namespace(t, c, "borrower-")
+	nsOwner = namespace(t, c, "owner-")
+	nsBorrow = namespace(t, c, "borrower-")
 	if err := createQueue(ctx, c, "owner", map[string]any{"namespaces": []any{nsOwner}, "reclaimPolicy": "Preempt",
 		"resources": []any{map[string]any{"name": "gpu/H100", "guaranteed": "8"}}}); err != nil {
 		t.Fatal(err)
@@ -257,9 +277,6 @@ func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	startCorral(t, c)
-
-	// The borrower fills the node with two 4-GPU jobs: restarting "dear"
-	// costs 4 GPUs x 2 h of warm-up, "cheap" 4 GPUs x 1 min.
 	for name, overhead := range map[string]string{"cheap": "1m", "dear": "2h"} {
 		p := queuePod(nsBorrow, name, "borrower", 4, map[string]string{
 			v1alpha1.AnnotationRestartOverhead: overhead, v1alpha1.AnnotationPreemptible: "true"})
@@ -276,6 +293,12 @@ func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
 		}
 		return true, ""
 	})
+	return c, nsOwner, nsBorrow
+}
+
+func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
+	c, nsOwner, nsBorrow := reclaimSetup(t)
+	ctx := context.Background()
 
 	// Watch the victims from here on: the DisruptionTarget condition that
 	// names the preemptor is rewritten by the Eviction API a moment later.
@@ -357,4 +380,56 @@ func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d events, no Reclaimed one for cheap", len(evs.Items))
 	})
+}
+
+// TestQueueReclaimHonoursDisruptionBudgets: when a PodDisruptionBudget
+// forbids evicting the borrower's pods, the reclaim's eviction is refused:
+// the victims keep running, the refusal is an EvictionFailed event, and the
+// owner waits.
+func TestQueueReclaimHonoursDisruptionBudgets(t *testing.T) {
+	c, nsOwner, nsBorrow := reclaimSetup(t)
+	ctx := context.Background()
+	zero := intstr.FromInt32(0)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "keep", Namespace: nsBorrow},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{v1alpha1.LabelQueue: "borrower"}}}}
+	if _, err := c.Client.PolicyV1().PodDisruptionBudgets(nsBorrow).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the budget observed", func() (bool, string) {
+		got, err := c.Client.PolicyV1().PodDisruptionBudgets(nsBorrow).Get(ctx, "keep", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Status.ObservedGeneration == got.Generation && got.Status.CurrentHealthy == 2,
+			fmt.Sprintf("observed %d/%d, healthy %d", got.Status.ObservedGeneration, got.Generation, got.Status.CurrentHealthy)
+	})
+	if _, err := c.Client.CoreV1().Pods(nsOwner).Create(ctx, queuePod(nsOwner, "owner", "owner", 4, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "an EvictionFailed event on cheap", func() (bool, string) {
+		evs, err := c.Client.EventsV1().Events(nsBorrow).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "cheap" && e.Reason == "EvictionFailed" && strings.Contains(e.Note, "disruption budget") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d events, no EvictionFailed for cheap", len(evs.Items))
+	})
+	for _, name := range []string{"cheap", "dear"} {
+		p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp != nil || p.Spec.NodeName == "" {
+			t.Errorf("%s was evicted despite the budget: %v", name, err)
+		}
+	}
+	owner, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner.Spec.NodeName != "" {
+		t.Errorf("the owner was bound onto GPUs the budget kept")
+	}
 }
