@@ -266,6 +266,10 @@ func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *
 // one drain of the cluster instead of paying one each. Starved jobs that fit
 // now are reserved too (their room is theirs this cycle) and do not count:
 // the walk stops at the first starved job that has to wait.
+// maxStarvedTries bounds the earliest-start searches reserveStarved runs in
+// one cycle.
+const maxStarvedTries = 16
+
 func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 	if b.mode != Corral || b.cfg.StarveAfter < 0 {
 		return
@@ -288,7 +292,14 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 		return x.ID < y.ID
 	})
 	reserved := map[int]bool{}
+	noSlot := map[string]bool{} // shapes Earliest found no start for this cycle
+	tries := 0
 	for _, i := range starved {
+		if tries >= maxStarvedTries {
+			// Thousands of starved jobs (a backlog after an outage) would
+			// each replay every release; the rest wait for later cycles.
+			return
+		}
 		pj := b.s.Pending[i]
 		pods, _, ok := resolvePods(b.view, pj)
 		if !ok {
@@ -298,8 +309,14 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 		if !ok || placement.CheckNeverFits(b.view, g) != nil {
 			continue
 		}
+		key := shapeKey(g)
+		if noSlot[key] {
+			continue
+		}
+		tries++
 		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, func(n int) bool { return reserved[n] })
 		if !ok {
+			noSlot[key] = true
 			continue
 		}
 		b.add(pj.Job, slot, plan)
