@@ -117,11 +117,20 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			scorer = placement.MostAllocated()
 		}
 	}
+	// Health (internal/health, engine/health.go): suspect nodes leave the
+	// view or score last, spares are held back, running jobs on failed
+	// devices or nodes are remediated, and replacement ranks are placed
+	// inside their gang's domain before any other job.
+	scorer = e.healthScorer(s, view, scorer)
 	placer := placement.NewPlacer(view, scorer, devices)
 	var plan Plan
+	hc := e.healthStep(s, view, placer, &plan)
 	failed := map[string]Reason{}
 	for _, i := range e.cfg.Orderer.Order(s) {
 		pj := s.Pending[i]
+		if hc.handled[pj.Job.ID] {
+			continue
+		}
 		plan.Stats.JobsConsidered++
 		pods, reason, ok := resolvePods(view, pj)
 		if !ok {

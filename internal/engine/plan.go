@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
@@ -18,6 +19,19 @@ import (
 type PendingJob struct {
 	Job     *workload.Job
 	Waiting []workload.PodRef
+	// Within pins the waiting pods inside one topology domain. Drivers set
+	// it for the replacement ranks of a job that ReplaceRanks remediated
+	// (from Plan.Remediations); such pods are placed before other jobs and
+	// may use the spares held there. Empty: the waiting pods of a partly
+	// bound gang stay inside the domain its bound pods share at the job's
+	// required level, if it has one.
+	Within Pin
+}
+
+// Pin names one topology domain: a level and a domain name at it.
+type Pin struct {
+	Level  string
+	Domain string
 }
 
 // RunningJob is a job with pods placed and running. Its pods' capacity is
@@ -46,6 +60,17 @@ type Snapshot struct {
 	// Mix is the expected workload, used to keep capacity useful for it.
 	Mix placement.Mix
 	Now time.Time
+
+	// Health inputs (internal/health). Failures says what failed and since
+	// when (failed devices are also out of State; failed nodes are also
+	// unschedulable in it). Spares is capacity held back from ordinary
+	// placement for replacing failed ranks. Suspects are nodes that
+	// rejected pods at admission: scored last, left out at SuspectLimit
+	// rejections (0: health.DefaultSuspectLimit).
+	Failures     []health.Failure
+	Spares       []health.Spare
+	Suspects     []health.Suspect
+	SuspectLimit int
 }
 
 // PodBind puts one pod on a node with specific devices.
@@ -124,12 +149,30 @@ type Eviction struct {
 
 // Plan is all one cycle decided; drivers apply it in field order.
 type Plan struct {
-	Evictions []Eviction
-	Binds     []GangBind
-	Pending   []Pending
+	// Remediations lists what was done about each running job a failure
+	// hit, evictions included; drivers report them (events, metrics) and
+	// pin ReplaceRanks' new pods to Level/Domain.
+	Remediations []Remediation
+	Evictions    []Eviction
+	Binds        []GangBind
+	Pending      []Pending
 	// Queues reports each queue's standing after the cycle, in tree order.
 	Queues []QueueStatus
 	Stats  CycleStats
+}
+
+// Remediation is one job's remediation after a failure under it.
+type Remediation struct {
+	Job    workload.JobID
+	Action workload.Remediation
+	// Failed is what failed under the job.
+	Failed []health.Failure
+	// Pods are the evicted pods (none while waiting for repair).
+	Pods []workload.PodRef
+	// Level and Domain are where ReplaceRanks' new pods must land; empty
+	// means anywhere.
+	Level, Domain string
+	Message       string
 }
 
 // QueueStatus is one queue's standing, for its status and metrics.
@@ -149,4 +192,9 @@ type CycleStats struct {
 	JobsPlaced     int
 	PodsPlaced     int
 	ShapeCacheHits int // jobs skipped because an identical shape already failed this cycle
+	// SpareGPUsHeld is the spare capacity kept from ordinary placement.
+	SpareGPUsHeld int
+	// HealthProblems are health inputs the cycle could not use (unknown
+	// nodes, devices, levels), sorted.
+	HealthProblems []string
 }
