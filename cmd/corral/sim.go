@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/internal/report"
 	"github.com/corral-dev/corral/internal/sim"
 	"github.com/corral-dev/corral/internal/trace"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // The embedded default: a DGX H100 cluster of 2 blocks × 4 racks × 16 nodes
@@ -32,6 +33,7 @@ const (
 type simOptions struct {
 	cluster, trace, protocol, policies, seeds string
 	out, jsonFile                             string
+	failures, spares, remediation             string
 	noProgress                                bool
 	maxRejections                             int
 }
@@ -69,6 +71,9 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.seeds, "seeds", "42", "seeds: 42, 42,43 or 42-51")
 	f.StringVar(&o.out, "out", "corral-report", "folder for report.html and summary.json")
 	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
+	f.StringVar(&o.failures, "failures", "", `inject failures (replay): "llama3" (published rates), "llama3,scale=200,overhead=5m", or device=R,node=R,device-repair=D,node-repair=D (see docs/simulator.md)`)
+	f.StringVar(&o.spares, "spares", "", `spare GPUs corral holds for replacing failed ranks, per domain: "rack=8"`)
+	f.StringVar(&o.remediation, "remediation", "", "override every job's remediation policy: RestartGang, ReplaceRanks or WaitForRepair")
 	f.BoolVar(&o.noProgress, "no-progress", false, "do not draw progress bars")
 	f.IntVar(&o.maxRejections, "show-rejections", 5, "how many rejected jobs to list")
 	return cmd
@@ -133,6 +138,20 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			return err
 		}
 	}
+	failures, err := sim.ParseFailures(o.failures)
+	if err != nil {
+		return err
+	}
+	if failures != nil {
+		if failures.Spares, err = sim.ParseSpares(o.spares); err != nil {
+			return err
+		}
+		if failures.Remediation, err = workload.ParseRemediation(o.remediation); err != nil {
+			return err
+		}
+	} else if o.spares != "" || o.remediation != "" {
+		return fmt.Errorf("--spares and --remediation apply only with --failures")
+	}
 	progress := !o.noProgress && isTerminal(stderr)
 	var results []metrics.Result
 	var rejected []sim.Rejection
@@ -146,7 +165,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime})
 		}
 		for _, pol := range policies {
-			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed}
+			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Failures: failures}
 			var bar *progressbar.ProgressBar
 			if progress {
 				bar = progressbar.NewOptions(100,

@@ -110,9 +110,29 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 			continue // no pin: the ordinary path places it
 		}
 		hc.handled[pj.Job.ID] = true
-		e.placePinned(view, placer, hc.holds, pj, within, replacing, plan)
+		placed := e.placePinned(view, placer, hc.holds, pj, within, replacing, plan)
+		if i, ok := byID[pj.Job.ID]; !placed && ok && replacing && pj.Job.Remediation == workload.RemediateDefault &&
+			health.StrictGang(pj.Job) {
+			// The room checked when the ranks failed is gone (capacity
+			// changed since): rather than hold the healthy ranks idle, restart
+			// the gang as a whole.
+			escalate(s.Running[i], view, s, plan)
+		}
 	}
 	return hc
+}
+
+// escalate restarts a gang whose replacement ranks found no room.
+func escalate(rj RunningJob, view *cluster.State, s *Snapshot, plan *Plan) {
+	var pods []workload.PodRef
+	for _, p := range rj.Pods {
+		pods = append(pods, p.Pod)
+		view.Release(p.NodeIndex, p.Alloc)
+	}
+	msg := fmt.Sprintf("no room left for the replacement ranks: restarting all %d bound pods", len(pods))
+	plan.Remediations = append(plan.Remediations, Remediation{Job: rj.Job.ID, Action: workload.RestartGang, Pods: pods, Message: msg})
+	plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: pods, Cause: CauseFailure, Message: msg,
+		LostGPUSeconds: RestartCost(rj, nil, s.Now)})
 }
 
 // pinOf finds the domain a partly bound job's waiting pods must join: the
@@ -147,7 +167,7 @@ func pinOf(s *cluster.State, pj PendingJob, bound []PodBind) (within cluster.Dom
 // placePinned places a pinned job's waiting pods inside within; replacement
 // ranks may use the spares held there.
 func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, holds *health.Holds, pj PendingJob,
-	within cluster.DomainID, replacing bool, plan *Plan) {
+	within cluster.DomainID, replacing bool, plan *Plan) bool {
 	pods, reason, ok := resolvePods(view, pj)
 	if ok {
 		var g placement.Gang
@@ -167,7 +187,7 @@ func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, hold
 				plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
 				plan.Stats.JobsPlaced++
 				plan.Stats.PodsPlaced += len(res.Assignments)
-				return
+				return true
 			}
 			f := res.Failure
 			reason = Reason{Verdict: f.Verdict, Level: f.Level, Best: f.Best, BestFits: f.BestFits, Pods: len(pods),
@@ -175,4 +195,5 @@ func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, hold
 		}
 	}
 	plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
+	return false
 }

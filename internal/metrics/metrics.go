@@ -53,6 +53,22 @@ type Summary struct {
 	// time since each job's last checkpoint.
 	GPUHoursLost float64 `json:"gpu_hours_lost"`
 
+	// Failures (replay with failure injection). GoodputPct is the work of
+	// completed jobs (GPUs × runtime) / GPU time allocated, in %.
+	// FailureLostGPUHours is what failures cost: work rolled back to the
+	// last checkpoint, restart overhead, and GPUs a paused gang held idle
+	// while its failed ranks were replaced (the three parts follow).
+	// Recovery is the time from a failure to the job running whole again.
+	Failures                int     `json:"failures,omitempty"`
+	GoodputPct              float64 `json:"goodput_pct,omitempty"`
+	FailureLostGPUHours     float64 `json:"failure_lost_gpu_hours,omitempty"`
+	FailureRollbackGPUHours float64 `json:"failure_rollback_gpu_hours,omitempty"`
+	FailureOverheadGPUHours float64 `json:"failure_overhead_gpu_hours,omitempty"`
+	FailureIdleGPUHours     float64 `json:"failure_idle_gpu_hours,omitempty"`
+	Recoveries              int     `json:"recoveries,omitempty"`
+	RecoveryMeanS           float64 `json:"recovery_mean_s,omitempty"`
+	RecoveryP95S            float64 `json:"recovery_p95_s,omitempty"`
+
 	// Time.
 	WaitP50S  float64 `json:"wait_p50_s"`
 	WaitP95S  float64 `json:"wait_p95_s"`

@@ -18,6 +18,8 @@ type eventKind uint8
 const (
 	evFinish eventKind = iota // finishes first at equal times: capacity before demand
 	evArrive
+	evRepair // a failed device or node comes back
+	evFail   // the failure process: something fails, the next failure is drawn
 )
 
 type event struct {
@@ -28,6 +30,8 @@ type event struct {
 	// epoch is the job's run the event belongs to: a finish scheduled
 	// before an eviction is stale once the job has been evicted.
 	epoch int
+	// node and dev name what a repair brings back (dev -1: the node).
+	node, dev int
 }
 
 type eventQueue []event
@@ -69,6 +73,19 @@ type jobRun struct {
 	restarts int
 	waited   bool // its first wait has been recorded
 	running  int  // index in replay.running, -1 when not running
+
+	// Failures: a gang whose failed ranks are being replaced is paused: its
+	// other pods stay bound, idle, until the new ranks are placed in pin.
+	paused   bool
+	pin      engine.Pin
+	failedAt time.Time // when a failure last stopped it; zero once running again
+	// overheadCounted: this run's restart overhead is already in the
+	// failure figures, so a later rollback must not count it again.
+	overheadCounted bool
+	// runOverhead is the restart overhead of the current run: a whole
+	// restart pays the job's, a paused gang resumed with replaced ranks
+	// the failure model's ReplaceOverhead.
+	runOverhead time.Duration
 }
 
 type replay struct {
@@ -94,6 +111,17 @@ type replay struct {
 	loc        *locality
 	rej        []Rejection
 	running    []int // job indexes holding a started gang, in start order
+	inj        *injector
+	fail       failureStats
+}
+
+// failureStats accumulates what failures cost a run.
+type failureStats struct {
+	allocArea  float64 // allocated milli × seconds over the whole run
+	lostWork   float64 // GPU-seconds rolled back to checkpoints by failures
+	overhead   float64 // GPU-seconds of restart overhead after failures
+	idleHeld   float64 // GPU-seconds paused gangs held idle
+	recoveries []float64
 }
 
 func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
@@ -111,11 +139,18 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 		}
 	}
 	r.lastT = r.first
+	if cfg.Failures != nil && cfg.Failures.Scale > 0 {
+		r.inj = newInjector(state, *cfg.Failures, cfg.Seed)
+		if r.inj.rate > 0 {
+			r.inj.active = true
+			r.pushFailure(r.first.Add(r.inj.next()))
+		}
+	}
 	processed, total := 0, len(jobs)
 	for r.events.Len() > 0 {
 		now := r.events[0].at
 		r.advance(now)
-		changed := false
+		changed, health := false, false
 		for r.events.Len() > 0 && r.events[0].at.Equal(now) {
 			e := heap.Pop(&r.events).(event)
 			switch e.kind {
@@ -128,12 +163,23 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config,
 					continue // the run it ended was evicted
 				}
 				r.finish(e.job, now)
+			case evFail:
+				r.injectFailure(now)
+				health = true
+			case evRepair:
+				r.repair(e.node, e.dev)
 			}
 			changed = true
 		}
-		if changed && len(r.pending) > 0 {
-			if err := r.cycle(now); err != nil {
+		// A cycle's evictions send pods back to pending: the next cycle
+		// places them (replacement ranks, restarted gangs) at once.
+		for i := 0; i < 3 && changed && (len(r.pending) > 0 || health); i++ {
+			evicted, err := r.cycle(now)
+			if err != nil {
 				return r.rej, err
+			}
+			if !evicted {
+				break
 			}
 		}
 		r.sample(now)
@@ -167,12 +213,17 @@ func (r *replay) advance(now time.Time) {
 		r.usefulArea += float64(r.useful) * w
 	}
 	if dt > 0 {
+		r.fail.allocArea += float64(r.allocated) * dt
 		for _, i := range r.pending {
 			jr := r.jobs[i]
 			if !jr.started && len(jr.bound) > 0 {
 				var held int64
 				for _, b := range jr.bound {
 					held += b.Alloc.GPUMilli()
+				}
+				if jr.paused {
+					r.fail.idleHeld += float64(held) / 1000 * dt
+					continue
 				}
 				r.res.Summary.PartialGangGPUHours += float64(held) / 1000 * dt / 3600
 			}
@@ -187,11 +238,15 @@ func (r *replay) sample(now time.Time) {
 		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
 }
 
-func (r *replay) cycle(now time.Time) error {
+func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now}
+	if r.inj != nil {
+		snap.Failures = r.inj.records()
+		snap.Spares = r.inj.m.Spares
+	}
 	for _, i := range r.pending {
 		jr := r.jobs[i]
-		pj := engine.PendingJob{Job: jr.job.Job}
+		pj := engine.PendingJob{Job: jr.job.Job, Within: jr.pin}
 		if len(jr.bound) > 0 {
 			jr.job.EachPod(func(ref workload.PodRef, _ workload.Request) {
 				if _, ok := jr.bound[ref]; !ok {
@@ -204,6 +259,17 @@ func (r *replay) cycle(now time.Time) error {
 	for _, i := range r.running {
 		snap.Running = append(snap.Running, r.runningJob(r.jobs[i]))
 	}
+	if r.inj != nil {
+		// Jobs holding pods without running (partial or paused gangs) hold
+		// capacity too: a failure under them must be remediated.
+		for _, i := range r.pending {
+			if jr := r.jobs[i]; !jr.started && len(jr.bound) > 0 {
+				rj := r.runningJob(jr)
+				rj.Start = now
+				snap.Running = append(snap.Running, rj)
+			}
+		}
+	}
 	t0 := r.cfg.Clock()
 	plan := r.eng.Cycle(snap)
 	d := r.cfg.Clock().Sub(t0)
@@ -212,22 +278,35 @@ func (r *replay) cycle(now time.Time) error {
 	if us := float64(d.Microseconds()); us > r.res.Summary.CycleMaxUS {
 		r.res.Summary.CycleMaxUS = us
 	}
+	for _, rm := range plan.Remediations {
+		if rm.Action == workload.ReplaceRanks {
+			r.jobs[r.byID[rm.Job]].pin = engine.Pin{Level: rm.Level, Domain: rm.Domain}
+		}
+	}
 	for _, ev := range plan.Evictions {
 		if err := r.evict(ev, now); err != nil {
-			return err
+			return false, err
 		}
 	}
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
-			return err
+			return false, err
 		}
 		jr := r.jobs[r.byID[b.Job]]
 		for _, p := range b.Pods {
 			jr.bound[p.Pod] = p
 			r.allocated += p.Alloc.GPUMilli()
 			r.res.Summary.PodsPlaced++
+			if jr.started {
+				r.useful += p.Alloc.GPUMilli() // a replica back in a running job
+			}
 		}
-		if len(jr.bound) >= jr.job.GangMin() {
+		if len(jr.bound) == jr.job.Pods() {
+			jr.pin = engine.Pin{}
+		}
+		if jr.started {
+			r.recovered(jr, now)
+		} else if len(jr.bound) >= jr.job.GangMin() {
 			r.startJob(jr, now)
 		} else if !jr.partial {
 			jr.partial = true
@@ -245,19 +324,35 @@ func (r *replay) cycle(now time.Time) error {
 			r.rej = append(r.rej, Rejection{Job: p.Job, Source: jr.job.Source, Reason: p.Reason.Message})
 		}
 	}
-	// Drop started and rejected jobs from the queue, keeping arrival order.
+	// Drop started and rejected jobs from the queue, keeping arrival order;
+	// a running job keeps its place while replicas of it are missing.
 	kept := r.pending[:0]
 	for _, i := range r.pending {
-		if !r.jobs[i].started && !r.jobs[i].rejected {
+		jr := r.jobs[i]
+		replacing := jr.started && !jr.failedAt.IsZero() && len(jr.bound) < jr.job.Pods()
+		if (!jr.started || replacing) && !jr.rejected && !jr.finished {
 			kept = append(kept, i)
 		}
 	}
 	r.pending = kept
-	return nil
+	return len(plan.Evictions) > 0, nil
 }
 
 func (r *replay) startJob(jr *jobRun, now time.Time) {
 	jr.started, jr.start = true, now
+	r.restartInjector(now)
+	jr.runOverhead = jr.job.RestartOverhead
+	if jr.paused && r.inj != nil && r.inj.m.ReplaceOverhead >= 0 {
+		jr.runOverhead = r.inj.m.ReplaceOverhead
+	}
+	jr.paused = false
+	if !jr.failedAt.IsZero() {
+		r.recovered(jr, now)
+		r.fail.overhead += jr.job.GPUs() * jr.runOverhead.Seconds()
+		jr.overheadCounted = true
+	} else {
+		jr.overheadCounted = false
+	}
 	for _, b := range jr.bound {
 		r.useful += b.Alloc.GPUMilli()
 	}
@@ -274,7 +369,7 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	if jr.job.Runtime > 0 {
 		run := time.Duration(float64(jr.job.Runtime-jr.workDone) * jr.slow)
 		if jr.restarts > 0 {
-			run += jr.job.RestartOverhead
+			run += jr.runOverhead
 		}
 		if run <= 0 {
 			run = time.Second
@@ -329,7 +424,36 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		delete(jr.bound, ref)
 	}
 	r.res.Summary.Evictions++
+	failure := ev.Cause == engine.CauseFailure
+	if failure && jr.failedAt.IsZero() && jr.started {
+		jr.failedAt = now
+	}
+	if failure && !jr.started && len(jr.bound) == 0 {
+		jr.paused, jr.pin = false, engine.Pin{} // the whole gang starts over
+	}
 	if !jr.started || len(jr.bound) >= jr.job.GangMin() {
+		if failure && jr.started && !r.isPending(i) {
+			r.pending = append(r.pending, i) // its lost replicas wait to be replaced
+		}
+		return nil
+	}
+	if failure && len(jr.bound) > 0 {
+		// ReplaceRanks: the gang stops and rolls back to its checkpoint, but
+		// its healthy ranks keep their place until the new ones join.
+		milli := jr.job.GPUMilli()
+		saved, lost := r.progress(jr, now)
+		jr.workDone += saved
+		r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
+		r.fail.lostWork += r.failureLoss(jr, lost)
+		for _, b := range jr.bound {
+			r.useful -= b.Alloc.GPUMilli()
+		}
+		r.res.Summary.JobsRestarted++
+		jr.restarts++
+		jr.epoch++
+		jr.started, jr.paused = false, true
+		r.stopRunning(jr)
+		r.pending = append(r.pending, i)
 		return nil
 	}
 	// The gang broke: everything still bound goes too, and the job restarts.
@@ -344,10 +468,14 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	saved, lost := r.progress(jr, now)
 	jr.workDone += saved
 	r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
+	if failure {
+		r.fail.lostWork += r.failureLoss(jr, lost)
+	}
 	r.res.Summary.JobsRestarted++
 	jr.restarts++
 	jr.epoch++
-	jr.started = false
+	jr.started, jr.paused = false, false
+	jr.pin = engine.Pin{}
 	r.stopRunning(jr)
 	r.pending = append(r.pending, i)
 	return nil
@@ -359,7 +487,7 @@ func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration)
 	ran := now.Sub(jr.start)
 	overhead := time.Duration(0)
 	if jr.restarts > 0 {
-		overhead = jr.job.RestartOverhead
+		overhead = jr.runOverhead
 	}
 	working := ran - overhead
 	if working <= 0 {
@@ -438,6 +566,7 @@ func (r *replay) summarise() {
 		s.CycleMeanUS = r.engineSec * 1e6 / float64(s.Cycles)
 	}
 	r.loc.summarise(s)
+	r.summariseFailures()
 }
 
 // quantiles returns p50, p95, max and mean of xs (sorted in place).

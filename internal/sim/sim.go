@@ -68,6 +68,8 @@ type Config struct {
 	// Comm is the communication-slowdown model for replay; zero value uses
 	// DefaultComm.
 	Comm *CommModel
+	// Failures injects device and node failures into replay; nil: none.
+	Failures *FailureModel
 }
 
 // Rejection is a job the run refused before or while scheduling it.
@@ -98,6 +100,12 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
 	res.Summary.CapacityMilli = state.CapacityMilli()
 	eng := engine.New(engine.Config{Policy: cfg.Policy})
+	if cfg.Failures != nil {
+		in.Jobs = withFailurePolicy(in.Jobs, *cfg.Failures)
+		if cfg.Failures.Remediation != "" {
+			res.Policy += "+" + string(cfg.Failures.Remediation)
+		}
+	}
 	start := time.Now()
 	var rej []Rejection
 	switch cfg.Protocol {
