@@ -41,6 +41,7 @@ type schedulerOptions struct {
 	retryPeriod   time.Duration
 	leaseID       string
 	bindDelay     time.Duration
+	cordonFailed  bool
 	logLevel      string
 	qps           float32
 	burst         int
@@ -83,6 +84,7 @@ active.`,
 	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates retry")
 	f.StringVar(&o.leaseID, "leader-elect-identity", "", "identity in the Lease (default: hostname + random suffix)")
 	f.DurationVar(&o.bindDelay, "debug-bind-delay", 0, "pause between the bindings of a gang's pods (tests only)")
+	f.BoolVar(&o.cordonFailed, "cordon-failed-nodes", false, "cordon a node when corral remediates a GPU or node failure on it (docs/health.md)")
 	_ = f.MarkHidden("debug-bind-delay")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "client QPS to the API server")
@@ -171,7 +173,7 @@ func runScheduler(o schedulerOptions) error {
 	sched, err := kube.New(client, dyn, kube.Options{
 		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
 		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
-		Logger: log, Registry: reg, BindDelay: o.bindDelay,
+		Logger: log, Registry: reg, BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed,
 	})
 	if err != nil {
 		return err

@@ -39,6 +39,9 @@ type Options struct {
 	// BindDelay pauses between the bindings of one gang's pods. Tests use it
 	// to kill the scheduler mid-gang; leave it zero otherwise.
 	BindDelay time.Duration
+	// CordonFailedNodes cordons a node when corral remediates a failure on
+	// it (health.go); off by default, since a health agent may own cordons.
+	CordonFailedNodes bool
 }
 
 // Scheduler drives the engine against a cluster.
@@ -53,6 +56,7 @@ type Scheduler struct {
 	log      *slog.Logger
 	ready    atomic.Bool
 	events   events.EventBroadcaster
+	health   *healthState
 }
 
 // CycleResult summarises one cycle, for logs and tests.
@@ -102,7 +106,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		return nil, err
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}),
-		log: opts.Logger, metrics: newMetrics(opts.Registry)}
+		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName),
@@ -171,6 +175,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	if err != nil {
 		return res, err
 	}
+	s.addHealth(w, start) // health.go: failures, suspects, running jobs, replacement pins
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
 	}
@@ -187,6 +192,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	}
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+	s.remediate(ctx, w, plan) // health.go: failure evictions, events, repair reports
 	// Gangs bind concurrently, each in pod order on its own worker: the
 	// API round trips, not the engine, bound a cycle's throughput.
 	var mu sync.Mutex
