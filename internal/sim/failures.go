@@ -273,6 +273,9 @@ func (r *replay) repair(n, k int) {
 	}
 	r.state.SetDeviceHealth(n, k, true)
 	for _, jr := range r.jobs {
+		if jr.finished {
+			continue // a finished job's pods gave everything back
+		}
 		for _, b := range jr.bound {
 			if b.NodeIndex != n {
 				continue

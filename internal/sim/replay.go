@@ -314,8 +314,8 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 		}
 	}
 	for _, p := range plan.Pending {
-		if p.Reason.Verdict != placement.NeverFits {
-			continue
+		if p.Reason.Verdict != placement.NeverFits || (r.inj != nil && len(r.inj.failed) > 0) {
+			continue // with devices out for repair, "never" may only mean "not until repaired"
 		}
 		jr := r.jobs[r.byID[p.Job]]
 		if !jr.rejected && len(jr.bound) == 0 {
