@@ -116,6 +116,7 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("scheduler-name", func() { o.name = c.SchedulerName })
 	set("gpu-resource", func() { o.gpuResource = c.GPUResourceName })
 	set("dra-driver", func() { o.draDriver = c.DRADriver })
+	set("cordon-failed-nodes", func() { o.cordonFailed = c.CordonFailedNodes })
 	set("topology", func() { o.topology = c.TopologyName })
 	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
 	set("cycle-interval", func() { o.cycle = c.CycleInterval.Duration })
