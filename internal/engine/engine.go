@@ -96,10 +96,12 @@ func (e *Engine) Policy() Policy { return e.cfg.Policy }
 
 // Cycle decides what to do now. It:
 //  1. copies the free capacity into a running view it alone changes,
-//  2. orders the pending jobs,
-//  3. places each job (corral: the whole gang or nothing; baselines: pod by
+//  2. applies health (internal/health): suspect nodes, spares, remediation
+//     of running jobs on failed devices, replacement ranks placed first,
+//  3. orders the pending jobs,
+//  4. places each job (corral: the whole gang or nothing; baselines: pod by
 //     pod), against the running view so nothing is booked twice,
-//  4. explains every job left waiting.
+//  5. explains every job left waiting.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	view := s.State.Clone()
 	var scorer placement.Scorer

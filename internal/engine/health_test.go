@@ -371,3 +371,22 @@ func TestPartlyBoundGangJoinsItsRequiredDomain(t *testing.T) {
 		t.Errorf("rest of the gang %+v, want inside rack r1", got)
 	}
 }
+
+func TestReplacementWithoutRoomRestartsTheGang(t *testing.T) {
+	w := newHealthWorld(t, gang("g"), "r0-n-0", "r0-n-1")
+	f := w.failDevice(t, "r0-n-0", 3)
+	eng := New(Config{Policy: Corral})
+	p1 := eng.Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Failures: []health.Failure{f}, Now: t0})
+	w.apply(t, p1)
+	r := p1.Remediations[0]
+	// Before the new pod exists, another job takes the rack's last node.
+	w.fillNode(t, "r0-n-2")
+	p2 := eng.Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Failures: []health.Failure{f}, Now: t0,
+		Pending: []PendingJob{{Job: w.run.Job, Waiting: r.Pods, Within: Pin{Level: r.Level, Domain: r.Domain}}}})
+	if diff := cmp.Diff([]remediation{{Action: workload.RestartGang, Evicted: []string{"g/0-1"}}}, remediationOf(p2)); diff != "" {
+		t.Errorf("remediation (-want +got):\n%s", diff)
+	}
+	if got := outcomeOf(p2, "g"); got.Placed {
+		t.Errorf("replacement placed outside its rack: %+v", got)
+	}
+}
