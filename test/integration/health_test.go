@@ -139,3 +139,47 @@ func TestFailedGPUReplacesTheRankInItsRack(t *testing.T) {
 		return onPod && onNode, strings.Join(seen, " | ")
 	})
 }
+
+// TestSuspectNodeIsAvoided: a node whose kubelet rejected three pods at
+// admission (UnexpectedAdmissionError) gets no new pods while it is suspect,
+// even though it is the best fit.
+func TestSuspectNodeIsAvoided(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	installCRDs(t, c)
+	addRacks(t, c, 1, 2)
+	ns := namespace(t, c, "suspect-")
+	hogs := namespace(t, c, "hogs-")
+	ctx := context.Background()
+	// r0-n0 is half full, so best fit would choose it for a 4-GPU pod.
+	half := gpuPodSpec(4)
+	half.SchedulerName, half.NodeName = "default-scheduler", "r0-n0"
+	if _, err := c.Client.CoreV1().Pods(hogs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "half"}, Spec: half}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Three pods the kubelet of r0-n0 rejected at admission.
+	for i := 0; i < 3; i++ {
+		spec := gpuPodSpec(1)
+		spec.SchedulerName, spec.NodeName = "default-scheduler", "r0-n0"
+		p, err := c.Client.CoreV1().Pods(hogs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rejected-%d", i)}, Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: v1alpha1.ReasonUnexpectedAdmissionError,
+			Message: "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu"}
+		if _, err := c.Client.CoreV1().Pods(hogs).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startCorral(t, c)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: ns, Labels: map[string]string{"app": "job"}}, Spec: gpuPodSpec(4)}
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the pod bound", func() (bool, string) {
+		pods := podsOf(t, c, ns, "job")
+		return boundCount(pods) == 1, fmt.Sprintf("%d bound", boundCount(pods))
+	})
+	if got := podsOf(t, c, ns, "job")[0].Spec.NodeName; got != "r0-n1" {
+		t.Errorf("pod on %s, want r0-n1 (r0-n0 is suspect)", got)
+	}
+}
