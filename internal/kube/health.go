@@ -120,8 +120,10 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 			if st.DeviceHealthy(ni, k) {
 				continue
 			}
-			f := health.Failure{Node: n.Name, Device: node.Devices[k].ID, Reason: deviceReason(n, node.Devices[k].ID, s.cache.listSlices(), s.cache.cfg.draDriver)}
-			f.Since = since(n.Name+"/"+f.Device, time.Time{})
+			f := health.Failure{Node: n.Name, Device: node.Devices[k].ID}
+			var added time.Time
+			f.Reason, added = deviceReason(n, node.Devices[k].ID, s.cache.listSlices(), s.cache.cfg.draDriver)
+			f.Since = since(n.Name+"/"+f.Device, added)
 			failures = append(failures, f)
 		}
 	}
@@ -172,8 +174,9 @@ func nodeFailure(n *corev1.Node) (health.Failure, bool) {
 	return health.Failure{}, false
 }
 
-// deviceReason says which input marked a device failed.
-func deviceReason(n *corev1.Node, id string, slices []*resourcev1.ResourceSlice, driver string) string {
+// deviceReason says which input marked a device failed, and since when if
+// the input says (a DRA taint's timeAdded).
+func deviceReason(n *corev1.Node, id string, slices []*resourcev1.ResourceSlice, driver string) (string, time.Time) {
 	for _, sl := range slices {
 		if sl.Spec.Driver != driver || sl.Spec.NodeName == nil || *sl.Spec.NodeName != n.Name {
 			continue
@@ -184,12 +187,16 @@ func deviceReason(n *corev1.Node, id string, slices []*resourcev1.ResourceSlice,
 			}
 			for _, t := range d.Taints {
 				if t.Effect == resourcev1.DeviceTaintEffectNoSchedule || t.Effect == resourcev1.DeviceTaintEffectNoExecute {
-					return fmt.Sprintf("DRA taint %s=%s:%s", t.Key, t.Value, t.Effect)
+					var added time.Time
+					if t.TimeAdded != nil {
+						added = t.TimeAdded.Time
+					}
+					return fmt.Sprintf("DRA taint %s=%s:%s", t.Key, t.Value, t.Effect), added
 				}
 			}
 		}
 	}
-	return "annotation " + v1alpha1.AnnotationUnhealthyGPUs
+	return "annotation " + v1alpha1.AnnotationUnhealthyGPUs, time.Time{}
 }
 
 // suspectsOf counts, per node, the pods the kubelet rejected at admission
