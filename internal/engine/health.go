@@ -66,7 +66,10 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 			continue
 		}
 		r := Remediation{Job: rj.Job.ID, Action: d.Action, Failed: d.Failed, Pods: d.Evict, Message: d.Message}
-		if d.Within != 0 {
+		if d.Action == workload.ReplaceRanks {
+			// Always pinned, the cluster included: the new ranks are then
+			// placed first, may use spares, and a gang whose room is gone
+			// restarts rather than holding its healthy ranks idle.
 			dom := view.Domain(d.Within)
 			r.Level, r.Domain = view.Levels()[dom.Level], dom.Name
 		}
@@ -100,13 +103,13 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 		if i, ok := byID[pj.Job.ID]; ok {
 			bound = s.Running[i].Pods
 		}
-		within, replacing, why := pinOf(view, pj, bound)
+		within, pinned, replacing, why := pinOf(view, pj, bound)
 		if why != "" {
 			hc.handled[pj.Job.ID] = true
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: never(pj.Within.Level, why)})
 			continue
 		}
-		if within == 0 {
+		if !pinned {
 			continue // no pin: the ordinary path places it
 		}
 		hc.handled[pj.Job.ID] = true
@@ -138,30 +141,30 @@ func escalate(rj RunningJob, view *cluster.State, s *Snapshot, plan *Plan) {
 // pinOf finds the domain a partly bound job's waiting pods must join: the
 // driver's pin for replacement ranks, else the domain the bound pods share
 // at the job's required level.
-func pinOf(s *cluster.State, pj PendingJob, bound []PodBind) (within cluster.DomainID, replacing bool, problem string) {
+func pinOf(s *cluster.State, pj PendingJob, bound []PodBind) (within cluster.DomainID, pinned, replacing bool, problem string) {
 	if pj.Within.Domain != "" {
 		lv := s.LevelIndex(pj.Within.Level)
 		if lv < 0 {
-			return 0, false, fmt.Sprintf("replacement pinned to unknown topology level %q", pj.Within.Level)
+			return 0, false, false, fmt.Sprintf("replacement pinned to unknown topology level %q", pj.Within.Level)
 		}
 		for _, d := range s.DomainsAt(lv) {
 			if s.Domain(d).Name == pj.Within.Domain {
-				return d, true, ""
+				return d, true, true, ""
 			}
 		}
-		return 0, false, fmt.Sprintf("replacement pinned to unknown %s %q", pj.Within.Level, pj.Within.Domain)
+		return 0, false, false, fmt.Sprintf("replacement pinned to unknown %s %q", pj.Within.Level, pj.Within.Domain)
 	}
 	lv := s.LevelIndex(pj.Job.Topology.Required)
 	if lv <= 0 || len(bound) == 0 {
-		return 0, false, ""
+		return 0, false, false, ""
 	}
 	d := s.NodeDomain(bound[0].NodeIndex, lv)
 	for _, b := range bound[1:] {
 		if s.NodeDomain(b.NodeIndex, lv) != d {
-			return 0, false, "" // the bound part already spans domains: nothing to join
+			return 0, false, false, "" // the bound part already spans domains: nothing to join
 		}
 	}
-	return d, false, ""
+	return d, true, false, ""
 }
 
 // placePinned places a pinned job's waiting pods inside within; replacement

@@ -158,7 +158,7 @@ func TestRemediation(t *testing.T) {
 			setup: func(t *testing.T, w *healthWorld) []health.Failure {
 				return []health.Failure{w.failDevice(t, "r1-n-2", 7)}
 			},
-			want: []remediation{{Action: workload.ReplaceRanks, Evicted: []string{"inf/0-2"}}},
+			want: []remediation{{Action: workload.ReplaceRanks, Evicted: []string{"inf/0-2"}, Domain: "cluster"}},
 		},
 		"the baselines restart the whole job": {
 			job: func() *workload.Job { return gang("g") }, nodes: []string{"r0-n-0", "r0-n-1"}, policy: Spread,

@@ -169,8 +169,8 @@ type Remediation struct {
 	Failed []health.Failure
 	// Pods are the evicted pods (none while waiting for repair).
 	Pods []workload.PodRef
-	// Level and Domain are where ReplaceRanks' new pods must land; empty
-	// means anywhere.
+	// Level and Domain are where ReplaceRanks' new pods must land (level
+	// "cluster": anywhere); empty for the other actions.
 	Level, Domain string
 	Message       string
 }
