@@ -61,6 +61,7 @@ type Summary struct {
 	// Recovery is the time from a failure to the job running whole again.
 	Failures                int     `json:"failures,omitempty"`
 	GoodputPct              float64 `json:"goodput_pct,omitempty"`
+	WorkGPUHours            float64 `json:"work_gpu_hours,omitempty"`
 	FailureLostGPUHours     float64 `json:"failure_lost_gpu_hours,omitempty"`
 	FailureRollbackGPUHours float64 `json:"failure_rollback_gpu_hours,omitempty"`
 	FailureOverheadGPUHours float64 `json:"failure_overhead_gpu_hours,omitempty"`

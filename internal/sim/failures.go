@@ -337,6 +337,7 @@ func (r *replay) summariseFailures() {
 			}
 		}
 		s.GoodputPct = 100 * work / (r.fail.allocArea / workload.MilliPerGPU)
+		s.WorkGPUHours = work / 3600
 	}
 	if r.inj == nil {
 		return
