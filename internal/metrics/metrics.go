@@ -67,8 +67,11 @@ type Summary struct {
 	FailureOverheadGPUHours float64 `json:"failure_overhead_gpu_hours,omitempty"`
 	FailureIdleGPUHours     float64 `json:"failure_idle_gpu_hours,omitempty"`
 	Recoveries              int     `json:"recoveries,omitempty"`
-	RecoveryMeanS           float64 `json:"recovery_mean_s,omitempty"`
-	RecoveryP95S            float64 `json:"recovery_p95_s,omitempty"`
+	// Remediations counts the engine's decisions on jobs hit by failures,
+	// by action (RestartGang, ReplaceRanks, WaitForRepair).
+	Remediations  map[string]int `json:"remediations,omitempty"`
+	RecoveryMeanS float64        `json:"recovery_mean_s,omitempty"`
+	RecoveryP95S  float64        `json:"recovery_p95_s,omitempty"`
 
 	// Time.
 	WaitP50S  float64 `json:"wait_p50_s"`

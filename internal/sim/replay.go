@@ -279,6 +279,10 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 		r.res.Summary.CycleMaxUS = us
 	}
 	for _, rm := range plan.Remediations {
+		if r.res.Summary.Remediations == nil {
+			r.res.Summary.Remediations = map[string]int{}
+		}
+		r.res.Summary.Remediations[string(rm.Action)]++
 		if rm.Action == workload.ReplaceRanks {
 			r.jobs[r.byID[rm.Job]].pin = engine.Pin{Level: rm.Level, Domain: rm.Domain}
 		}
