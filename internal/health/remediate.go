@@ -125,11 +125,11 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 		for _, i := range failedPods {
 			released[i] = true
 		}
-		within := cluster.DomainID(0)
+		candidates := []cluster.DomainID{0}
 		if d.WholeGang || job.Topology.Required != "" {
-			within = r.domainOf(rj)
+			candidates = r.domainsOf(rj)
 		}
-		ok := r.replaceRoom(rj, failedPods, within)
+		within, ok := r.replaceRoom(rj, failedPods, candidates)
 		if ok || policy == workload.ReplaceRanks {
 			d.Action = workload.ReplaceRanks
 			d.Within = within
@@ -164,42 +164,72 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 }
 
 // replaceRoom releases the failed pods from the view and places
-// replacements inside domain within, with the spares held there. On
-// success the placement stays taken in the view; on failure the view is
-// as it was except that the failed pods' healthy capacity is free.
-func (r *Remediator) replaceRoom(rj Running, failed []int, within cluster.DomainID) bool {
+// replacements inside the first candidate domain with room, with the
+// spares held there. On success the placement stays taken in the view; on
+// failure the view is as it was except that the failed pods' healthy
+// capacity is free, and the last candidate is returned.
+func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.DomainID) (cluster.DomainID, bool) {
 	for _, i := range failed {
 		r.View.Release(rj.Pods[i].Node, rj.Pods[i].Alloc)
 	}
+	last := candidates[len(candidates)-1]
 	var pods []placement.PodReq
 	for _, i := range failed {
 		p := rj.Pods[i]
 		req, ok := requestOf(rj.Job, p.Ref)
 		if !ok {
-			return false
+			return last, false
 		}
 		pr, _ := placement.Resolve(r.View, p.Ref, req)
 		pods = append(pods, pr)
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
-	g := placement.Gang{Pods: pods, Required: -1, Preferred: -1, Within: within}
-	released := r.Holds.Release(r.View, within)
-	res := r.Placer.PlaceGang(g)
-	if res.Failure == nil {
-		r.Placer.Commit()
+	for _, within := range candidates {
+		g := placement.Gang{Pods: pods, Required: -1, Preferred: -1, Within: within}
+		released := r.Holds.Release(r.View, within)
+		res := r.Placer.PlaceGang(g)
+		if res.Failure == nil {
+			r.Placer.Commit()
+		}
+		r.Holds.Rehold(r.View, released)
+		if res.Failure == nil {
+			return within, true
+		}
 	}
-	r.Holds.Rehold(r.View, released)
-	return res.Failure == nil
+	return last, false
 }
 
-// domainOf is the lowest domain holding every pod of the job, never a
-// single host: a replacement must be able to move to another node of it.
-func (r *Remediator) domainOf(rj Running) cluster.DomainID {
+// domainsOf lists where a gang's replacement ranks may go, best first: the
+// lowest domain holding every pod of the job (never a single host: the
+// rank must be able to move to another node of it). When that domain is
+// wider than the level just above the hosts (a gang spanning racks), the
+// racks the gang already occupies come first, most of its pods first, so
+// that a replacement does not widen the gang's span.
+func (r *Remediator) domainsOf(rj Running) []cluster.DomainID {
+	near := r.View.HostLevel() - 1
 	nodes := make([]int, 0, len(rj.Pods))
+	count := map[cluster.DomainID]int{}
 	for _, p := range rj.Pods {
 		nodes = append(nodes, p.Node)
+		if near > 0 {
+			count[r.View.NodeDomain(p.Node, near)]++
+		}
 	}
-	return LowestCommon(r.View, nodes, r.View.HostLevel()-1)
+	lca := LowestCommon(r.View, nodes, near)
+	if near <= 0 || r.View.Domain(lca).Level >= near {
+		return []cluster.DomainID{lca}
+	}
+	var out []cluster.DomainID
+	for d := range count {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if count[out[i]] != count[out[j]] {
+			return count[out[i]] > count[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return append(out, lca)
 }
 
 // LowestCommon is the lowest domain, at level maxLevel or above, holding
