@@ -390,3 +390,30 @@ func TestReplacementWithoutRoomRestartsTheGang(t *testing.T) {
 		t.Errorf("replacement placed outside its rack: %+v", got)
 	}
 }
+
+func TestGangSpanningRacksKeepsItsReplacementInItsRacks(t *testing.T) {
+	// Three pods: two in r0, one in r1. r0 is then full; r1 has room, and so
+	// has the cluster's third rack. The replacement of a failed r0 rank goes
+	// to r1, a rack the gang already occupies, not to r2.
+	job := build.Job("g").Pods(3).GPUs(8).Obj()
+	s := build.State(build.Topo("rack"), build.Racks(3, 2))
+	w := &healthWorld{s: s, run: RunningJob{Job: job, Start: t0}}
+	i := 0
+	for _, node := range []string{"r0-n-0", "r0-n-1", "r1-n-0"} {
+		n, _ := s.NodeIndex(node)
+		a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
+		for k := 0; k < 8; k++ {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+		}
+		if err := s.Allocate(n, a); err != nil {
+			t.Fatal(err)
+		}
+		w.run.Pods = append(w.run.Pods, PodBind{Pod: workload.PodRef{Job: "g", Index: i}, Node: node, NodeIndex: n, Alloc: a})
+		i++
+	}
+	f := w.failDevice(t, "r0-n-1", 2)
+	p := New(Config{}).Cycle(&Snapshot{State: s, Running: []RunningJob{w.run}, Failures: []health.Failure{f}, Now: t0})
+	if diff := cmp.Diff([]remediation{{Action: workload.ReplaceRanks, Evicted: []string{"g/0-1"}, Domain: "r1"}}, remediationOf(p)); diff != "" {
+		t.Errorf("remediation (-want +got):\n%s", diff)
+	}
+}
