@@ -288,15 +288,24 @@ func runningJobs(w *world) []engine.RunningJob {
 // GPUs.
 func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 	h := s.health
+	waiting := map[string]bool{}
 	for _, r := range plan.Remediations {
-		h.remediations.WithLabelValues(string(r.Action)).Inc()
-		if r.Action == workload.ReplaceRanks {
-			h.pins[r.Job] = engine.Pin{Level: r.Level, Domain: r.Domain}
-		}
 		if r.Action == workload.WaitForRepair {
+			// Decided again every cycle while the job waits: count and
+			// report it once.
+			key := "wait/" + string(r.Job)
+			waiting[key] = true
+			if h.reported[key] {
+				continue
+			}
+			h.reported[key] = true
 			if kj := w.byID[r.Job]; kj != nil {
 				s.reporter.event(kj.pods[kj.refs[0]], corev1.EventTypeWarning, "WaitingForRepair", "Remediate", "%s", r.Message)
 			}
+		}
+		h.remediations.WithLabelValues(string(r.Action)).Inc()
+		if r.Action == workload.ReplaceRanks {
+			h.pins[r.Job] = engine.Pin{Level: r.Level, Domain: r.Domain}
 		}
 		for _, f := range r.Failed {
 			key := f.Node + "/" + f.Device
@@ -310,6 +319,11 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 					s.cordon(ctx, n)
 				}
 			}
+		}
+	}
+	for key := range h.reported {
+		if strings.HasPrefix(key, "wait/") && !waiting[key] {
+			delete(h.reported, key)
 		}
 	}
 	for _, ev := range plan.Evictions {
