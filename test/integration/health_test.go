@@ -160,15 +160,25 @@ func TestSuspectNodeIsAvoided(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		spec := gpuPodSpec(1)
 		spec.SchedulerName, spec.NodeName = "default-scheduler", "r0-n0"
-		p, err := c.Client.CoreV1().Pods(hogs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rejected-%d", i)}, Spec: spec}, metav1.CreateOptions{})
-		if err != nil {
+		name := fmt.Sprintf("rejected-%d", i)
+		if _, err := c.Client.CoreV1().Pods(hogs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: v1alpha1.ReasonUnexpectedAdmissionError,
-			Message: "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu"}
-		if _, err := c.Client.CoreV1().Pods(hogs).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// kwok writes the pod's status too: retry on conflict until the
+		// rejection sticks, as the kubelet's would.
+		eventually(t, 30*time.Second, "pod "+name+" rejected at admission", func() (bool, string) {
+			p, err := c.Client.CoreV1().Pods(hogs).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if p.Status.Phase == corev1.PodFailed && p.Status.Reason == v1alpha1.ReasonUnexpectedAdmissionError {
+				return true, ""
+			}
+			p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: v1alpha1.ReasonUnexpectedAdmissionError,
+				Message: "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu"}
+			_, err = c.Client.CoreV1().Pods(hogs).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			return false, fmt.Sprint(err)
+		})
 	}
 	startCorral(t, c)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: ns, Labels: map[string]string{"app": "job"}}, Spec: gpuPodSpec(4)}
