@@ -76,6 +76,11 @@ type SchedulerConfiguration struct {
 	// "corral.dev/pool=training,!cordoned") choosing the nodes corral may
 	// place pods on. Default: "" (every node).
 	ManagedNodeSelector string `json:"managedNodeSelector,omitempty"`
+
+	// CordonFailedNodes cordons a node when corral remediates a GPU or node
+	// failure on it (docs/health.md). Default: false (a health agent or the
+	// operator owns cordons).
+	CordonFailedNodes bool `json:"cordonFailedNodes,omitempty"`
 }
 
 // LeaderElectionConfiguration configures the Lease that elects the active

@@ -108,3 +108,21 @@ const ResourceMIGPrefix = "nvidia.com/mig-"
 
 // ResourceGPU is the extended resource of whole NVIDIA GPUs.
 const ResourceGPU = "nvidia.com/gpu"
+
+// Health and remediation (docs/health.md).
+const (
+	// AnnotationRemediation on a pod (or its template) chooses the job's
+	// policy when a device or node under it fails: RestartGang,
+	// ReplaceRanks or WaitForRepair; absent: by job type.
+	AnnotationRemediation = "corral.dev/remediation"
+	// AnnotationRepairWait bounds WaitForRepair (a Go duration, e.g. "30m").
+	AnnotationRepairWait = "corral.dev/repair-wait"
+	// ConditionGPUHealthy is a Node condition a health agent sets: status
+	// False means the node's GPUs failed (the message says why); corral
+	// treats the node as failed until it is True again.
+	ConditionGPUHealthy = "corral.dev/GPUHealthy"
+	// ReasonUnexpectedAdmissionError is the kubelet's reason on a pod it
+	// rejected at admission (a device plugin that restarted or lost its
+	// devices); corral counts them per node to mark the node suspect.
+	ReasonUnexpectedAdmissionError = "UnexpectedAdmissionError"
+)

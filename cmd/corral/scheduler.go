@@ -41,6 +41,7 @@ type schedulerOptions struct {
 	retryPeriod   time.Duration
 	leaseID       string
 	bindDelay     time.Duration
+	cordonFailed  bool
 	logLevel      string
 	qps           float32
 	burst         int
@@ -83,6 +84,7 @@ active.`,
 	f.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often candidates retry")
 	f.StringVar(&o.leaseID, "leader-elect-identity", "", "identity in the Lease (default: hostname + random suffix)")
 	f.DurationVar(&o.bindDelay, "debug-bind-delay", 0, "pause between the bindings of a gang's pods (tests only)")
+	f.BoolVar(&o.cordonFailed, "cordon-failed-nodes", false, "cordon a node when corral remediates a GPU or node failure on it (docs/health.md)")
 	_ = f.MarkHidden("debug-bind-delay")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "client QPS to the API server")
@@ -114,6 +116,7 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("scheduler-name", func() { o.name = c.SchedulerName })
 	set("gpu-resource", func() { o.gpuResource = c.GPUResourceName })
 	set("dra-driver", func() { o.draDriver = c.DRADriver })
+	set("cordon-failed-nodes", func() { o.cordonFailed = c.CordonFailedNodes })
 	set("topology", func() { o.topology = c.TopologyName })
 	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
 	set("cycle-interval", func() { o.cycle = c.CycleInterval.Duration })
@@ -171,7 +174,7 @@ func runScheduler(o schedulerOptions) error {
 	sched, err := kube.New(client, dyn, kube.Options{
 		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
 		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
-		Logger: log, Registry: reg, BindDelay: o.bindDelay,
+		Logger: log, Registry: reg, BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed,
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/report"
 	"github.com/corral-dev/corral/internal/sim"
 	"github.com/corral-dev/corral/internal/trace"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // The embedded default: a DGX H100 cluster of 2 blocks × 4 racks × 16 nodes
@@ -34,6 +35,7 @@ type simOptions struct {
 	cluster, trace, protocol, policies, seeds string
 	queues                                    string
 	out, jsonFile                             string
+	failures, spares, remediation             string
 	noProgress                                bool
 	maxRejections                             int
 	reservations, reservationsPerQueue        int
@@ -82,6 +84,9 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.seeds, "seeds", "42", "seeds: 42, 42,43 or 42-51")
 	f.StringVar(&o.out, "out", "corral-report", "folder for report.html and summary.json")
 	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
+	f.StringVar(&o.failures, "failures", "", `inject failures (replay): "llama3" (published rates), "llama3,scale=200,overhead=5m", or device=R,node=R,device-repair=D,node-repair=D (see docs/simulator.md)`)
+	f.StringVar(&o.spares, "spares", "", `spare GPUs corral holds for replacing failed ranks, per domain: "rack=8"`)
+	f.StringVar(&o.remediation, "remediation", "", "override every job's remediation policy: RestartGang, ReplaceRanks or WaitForRepair")
 	f.BoolVar(&o.noProgress, "no-progress", false, "do not draw progress bars")
 	f.IntVar(&o.maxRejections, "show-rejections", 5, "how many rejected jobs to list")
 	f.DurationVar(&o.checkpointWait, "checkpoint-wait", 0, "corral: longest wait for preemption victims' next checkpoint (0: the engine default, negative: never wait)")
@@ -165,6 +170,20 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			return err
 		}
 	}
+	failures, err := sim.ParseFailures(o.failures)
+	if err != nil {
+		return err
+	}
+	if failures != nil {
+		if failures.Spares, err = sim.ParseSpares(o.spares); err != nil {
+			return err
+		}
+		if failures.Remediation, err = workload.ParseRemediation(o.remediation); err != nil {
+			return err
+		}
+	} else if o.spares != "" || o.remediation != "" {
+		return fmt.Errorf("--spares and --remediation apply only with --failures")
+	}
 	progress := !o.noProgress && isTerminal(stderr)
 	var results []metrics.Result
 	var rejected []sim.Rejection
@@ -181,7 +200,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter},
-				CheckpointWait: o.checkpointWait}
+				CheckpointWait: o.checkpointWait, Failures: failures}
 			var bar *progressbar.ProgressBar
 			if progress {
 				bar = progressbar.NewOptions(100,

@@ -147,15 +147,18 @@ func (e *Engine) Policy() Policy { return e.name }
 
 // Cycle decides what to do now. It:
 //  1. copies the free capacity into a running view it alone changes,
-//  2. orders the pending jobs: with queues, DRF across leaf queues (the one
+//  2. applies health (internal/health): suspect nodes, spares, remediation
+//     of running jobs on failed devices, replacement ranks placed first,
+//  3. orders the pending jobs: with queues, DRF across leaf queues (the one
 //     furthest below its fair share first) and priority with aging inside
 //     one; without, the Orderer; jobs whose queue refuses them wait,
-//  3. places each job (corral: the whole gang or nothing; baselines: pod by
+//  4. places each job (corral: the whole gang or nothing; baselines: pod by
 //     pod), against the running view so nothing is booked twice, within its
-//     queue's limits,
-//  4. makes room for a job that only waits for capacity by preempting,
-//     reclaiming or (opt-in) consolidating running jobs (corral only),
-//  5. explains every job left waiting and reports the queues.
+//     queue's limits, around reservations for blocked head jobs (backfill),
+//  5. makes room for a job that only waits for capacity by shrinking elastic
+//     jobs, then preempting, reclaiming or (opt-in) consolidating running
+//     jobs (corral only),
+//  6. explains every job left waiting and reports the queues.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	view := s.State.Clone()
 	var scorer placement.Scorer
@@ -173,8 +176,16 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			scorer = placement.MostAllocated()
 		}
 	}
+	// Health (internal/health, engine/health.go): suspect nodes leave the
+	// view or score last, spares are held back, running jobs on failed
+	// devices or nodes are remediated, and replacement ranks are placed
+	// inside their gang's domain before any other job.
+	scorer = e.healthScorer(s, view, scorer)
 	placer := placement.NewPlacer(view, scorer, devices)
 	var plan Plan
+	// Health step (issue 7), first: failed capacity is out and the ranks
+	// that replace failed ones are placed before anyone else.
+	hc := e.healthStep(s, view, placer, &plan)
 	// Backfill step (issue 6), before anything is placed: jobs past their
 	// max runtime leave, and the pools held for job classes are resolved.
 	bf := newBackfiller(e.cfg.Backfill, e.cfg.Policy, s, view)
@@ -209,6 +220,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	bf.reserveStarved(static, &plan)
 	for i, more := order.next(); more; i, more = order.next() {
 		pj := s.Pending[i]
+		if hc.handled[pj.Job.ID] {
+			continue
+		}
 		plan.Stats.JobsConsidered++
 		leaf := qs.leafOfJob(i)
 		pods, reason, ok := resolvePods(view, pj)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/mig"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
@@ -20,6 +21,19 @@ import (
 type PendingJob struct {
 	Job     *workload.Job
 	Waiting []workload.PodRef
+	// Within pins the waiting pods inside one topology domain. Drivers set
+	// it for the replacement ranks of a job that ReplaceRanks remediated
+	// (from Plan.Remediations); such pods are placed before other jobs and
+	// may use the spares held there. Empty: the waiting pods of a partly
+	// bound gang stay inside the domain its bound pods share at the job's
+	// required level, if it has one.
+	Within Pin
+}
+
+// Pin names one topology domain: a level and a domain name at it.
+type Pin struct {
+	Level  string
+	Domain string
 }
 
 // RunningJob is a job with pods placed and running. Its pods' capacity is
@@ -54,6 +68,17 @@ type Snapshot struct {
 	// Runtimes is the history of completed runtimes the driver keeps, for
 	// estimates of jobs that declare none; nil means no history.
 	Runtimes *backfill.History
+
+	// Health inputs (internal/health). Failures says what failed and since
+	// when (failed devices are also out of State; failed nodes are also
+	// unschedulable in it). Spares is capacity held back from ordinary
+	// placement for replacing failed ranks. Suspects are nodes that
+	// rejected pods at admission: scored last, left out at SuspectLimit
+	// rejections (0: health.DefaultSuspectLimit).
+	Failures     []health.Failure
+	Spares       []health.Spare
+	Suspects     []health.Suspect
+	SuspectLimit int
 }
 
 // PodBind puts one pod on a node with specific devices.
@@ -167,7 +192,11 @@ type Repartition struct {
 
 // Plan is all one cycle decided; drivers apply it in field order.
 type Plan struct {
-	Evictions []Eviction
+	// Remediations lists what was done about each running job a failure
+	// hit, evictions included; drivers report them (events, metrics) and
+	// pin ReplaceRanks' new pods to Level/Domain.
+	Remediations []Remediation
+	Evictions    []Eviction
 	// Repartitions come before binds: no bind of the same plan uses them.
 	Repartitions []Repartition
 	Binds        []GangBind
@@ -183,6 +212,20 @@ type Plan struct {
 	// without any new event (a preemption deferred to its victims' next
 	// checkpoint). Drivers that run cycles only on events run one then.
 	Retry time.Time
+}
+
+// Remediation is one job's remediation after a failure under it.
+type Remediation struct {
+	Job    workload.JobID
+	Action workload.Remediation
+	// Failed is what failed under the job.
+	Failed []health.Failure
+	// Pods are the evicted pods (none while waiting for repair).
+	Pods []workload.PodRef
+	// Level and Domain are where ReplaceRanks' new pods must land (level
+	// "cluster": anywhere); empty for the other actions.
+	Level, Domain string
+	Message       string
 }
 
 // QueueStatus is one queue's standing, for its status and metrics.
@@ -221,4 +264,10 @@ type CycleStats struct {
 	StarvedReservations int
 	// PodsGrown counts pods added to running elastic jobs.
 	PodsGrown int
+
+	// SpareGPUsHeld is the spare capacity kept from ordinary placement.
+	SpareGPUsHeld int
+	// HealthProblems are health inputs the cycle could not use (unknown
+	// nodes, devices, levels), sorted.
+	HealthProblems []string
 }

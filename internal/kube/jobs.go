@@ -235,6 +235,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			j.Preemptible = b
 		}
 	}
+	problems = append(problems, remediationFromAnnotations(j, ann)...) // health.go
 	if len(problems) > 0 {
 		kj.invalid = strings.Join(problems, "; ")
 		return kj

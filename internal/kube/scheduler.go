@@ -40,6 +40,9 @@ type Options struct {
 	// BindDelay pauses between the bindings of one gang's pods. Tests use it
 	// to kill the scheduler mid-gang; leave it zero otherwise.
 	BindDelay time.Duration
+	// CordonFailedNodes cordons a node when corral remediates a failure on
+	// it (health.go); off by default, since a health agent may own cordons.
+	CordonFailedNodes bool
 }
 
 // Scheduler drives the engine against a cluster.
@@ -56,6 +59,7 @@ type Scheduler struct {
 	events   events.EventBroadcaster
 	// preempting holds back jobs whose victims are still terminating.
 	preempting preemptions
+	health     *healthState
 }
 
 // CycleResult summarises one cycle, for logs and tests.
@@ -108,7 +112,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		return nil, err
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}),
-		log: opts.Logger, metrics: newMetrics(opts.Registry)}
+		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName),
@@ -180,6 +184,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	if err != nil {
 		return res, err
 	}
+	s.addHealth(w, start) // health.go: failures, suspects, running jobs, replacement pins
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
 	}
@@ -198,12 +203,17 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
 
+	s.remediate(ctx, w, plan) // health.go: failure evictions, events, repair reports
+
 	// Evictions go first: the binds of the same plan may use what they
 	// free. A bind onto a node that still holds a victim waits for the
 	// victim to terminate (the kubelet counts it until then), and one onto
 	// a node whose eviction failed (a PodDisruptionBudget) never had room.
 	evictedOn := map[string]bool{}
 	for _, ev := range plan.Evictions {
+		if ev.Cause == engine.CauseFailure {
+			continue // carried out by remediate
+		}
 		pods, nodes, err := s.binder.evict(ctx, w, ev, s.reporter)
 		if err != nil {
 			res.EvictErrors = append(res.EvictErrors, err)

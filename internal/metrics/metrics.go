@@ -78,6 +78,26 @@ type Summary struct {
 	LateQueueToShareS   float64 `json:"late_queue_to_share_s"`
 	LateQueueShortMeanS float64 `json:"late_queue_short_mean_s"`
 
+	// Failures (replay with failure injection). GoodputPct is the work of
+	// completed jobs (GPUs × runtime) / GPU time allocated, in %.
+	// FailureLostGPUHours is what failures cost: work rolled back to the
+	// last checkpoint, restart overhead, and GPUs a paused gang held idle
+	// while its failed ranks were replaced (the three parts follow).
+	// Recovery is the time from a failure to the job running whole again.
+	Failures                int     `json:"failures,omitempty"`
+	GoodputPct              float64 `json:"goodput_pct,omitempty"`
+	WorkGPUHours            float64 `json:"work_gpu_hours,omitempty"`
+	FailureLostGPUHours     float64 `json:"failure_lost_gpu_hours,omitempty"`
+	FailureRollbackGPUHours float64 `json:"failure_rollback_gpu_hours,omitempty"`
+	FailureOverheadGPUHours float64 `json:"failure_overhead_gpu_hours,omitempty"`
+	FailureIdleGPUHours     float64 `json:"failure_idle_gpu_hours,omitempty"`
+	Recoveries              int     `json:"recoveries,omitempty"`
+	// Remediations counts the engine's decisions on jobs hit by failures,
+	// by action (RestartGang, ReplaceRanks, WaitForRepair).
+	Remediations  map[string]int `json:"remediations,omitempty"`
+	RecoveryMeanS float64        `json:"recovery_mean_s,omitempty"`
+	RecoveryP95S  float64        `json:"recovery_p95_s,omitempty"`
+
 	// Time.
 	WaitP50S  float64 `json:"wait_p50_s"`
 	WaitP95S  float64 `json:"wait_p95_s"`

@@ -500,6 +500,10 @@ type Gang struct {
 	Pods      []PodReq
 	Required  int // level index every pod must share a domain of; -1 none
 	Preferred int // level index tried first; -1 none
+	// Within pins every pod inside one domain (0, the cluster, pins
+	// nothing): the rest of a partly bound gang must join the domain its
+	// bound pods occupy, and a replaced rank stays in its gang's rack.
+	Within cluster.DomainID
 }
 
 // Result is where a gang went, or why not.
@@ -520,6 +524,10 @@ func (p *Placer) PlaceGang(g Gang) Result {
 	if g.Required >= 0 {
 		top = g.Required
 	}
+	within := p.s.Domain(g.Within)
+	if within.Level > top {
+		top = within.Level
+	}
 	pods := g.Pods
 	groups := groupPods(pods)
 	m := p.mark()
@@ -529,7 +537,7 @@ func (p *Placer) PlaceGang(g Gang) Result {
 			break
 		}
 		if lv == host {
-			n, gpu := p.bestNode(0, pods)
+			n, gpu := p.bestNode(g.Within, pods)
 			if n < 0 {
 				continue
 			}
@@ -550,13 +558,28 @@ func (p *Placer) PlaceGang(g Gang) Result {
 			p.rollback(m)
 			continue
 		}
-		for _, d := range p.rankDomains(p.s.DomainsAt(lv), nil, pods, groups) {
+		for _, d := range p.rankDomains(domainsInside(p.s, lv, within), nil, pods, groups) {
 			if p.fill(d, pods, true) == len(pods) {
 				return Result{Assignments: p.taken(m), Level: lv, Domain: d}
 			}
 		}
 	}
 	return Result{Failure: explain(p.s, g, groups, top)}
+}
+
+// domainsInside lists the domains of level lv inside domain in.
+func domainsInside(s *cluster.State, lv int, in *cluster.Domain) []cluster.DomainID {
+	all := s.DomainsAt(lv)
+	if in.Level == 0 {
+		return all
+	}
+	var out []cluster.DomainID
+	for _, d := range all {
+		if dd := s.Domain(d); dd.Lo >= in.Lo && dd.Hi <= in.Hi {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (p *Placer) taken(m int) []Assignment {

@@ -68,6 +68,9 @@ func CheckNeverFits(s *cluster.State, g Gang) *Failure {
 	if g.Required >= 0 {
 		top = g.Required
 	}
+	if lv := s.Domain(g.Within).Level; lv > top {
+		top = lv
+	}
 	return neverFits(s, g, groupPods(g.Pods), top)
 }
 
@@ -77,7 +80,7 @@ func neverFits(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 	levelName := s.Levels()[top]
 	// Never: even the empty cluster has no domain at the top level holding it.
 	bestCap, bestCapName := -1, ""
-	for _, d := range s.DomainsAt(top) {
+	for _, d := range domainsInside(s, top, s.Domain(g.Within)) {
 		if c := boundOn(s, d, groups, true); c > bestCap {
 			bestCap, bestCapName = c, s.Domain(d).Name
 		}
@@ -106,7 +109,7 @@ func waitFree(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 	levelName := s.Levels()[top]
 	bestNow, bestName := -1, ""
 	var bestFree int64
-	for _, d := range s.DomainsAt(top) {
+	for _, d := range domainsInside(s, top, s.Domain(g.Within)) {
 		b := boundWith(s, d, groups, false, true)
 		if b > bestNow {
 			bestNow, bestName, bestFree = b, s.Domain(d).Name, freeFor(s, d, groups)

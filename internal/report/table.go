@@ -63,6 +63,10 @@ func buildGrid(c *comparison) grid {
 			"Jain: fairness of queue allocation / fair share over time; late queue short: how long the queue that arrived last "+
 			"first stayed under 95% of its fair share with jobs waiting.")
 	}
+	if failureRecorded(c) {
+		g.Sections = append(g.Sections, fill(c, "Failures", failureColumns()))
+		g.Notes = append(g.Notes, "lost GPU-h: work rolled back to checkpoints + restart overhead + GPUs held idle while failed ranks were replaced; recovery: failure to the job running whole again.")
+	}
 	if multi {
 		g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
 	}
@@ -98,6 +102,36 @@ func preemptionColumns(c *comparison) []column {
 				return s.LateQueueToShareS, s.LateQueueToShareS >= 0 && s.LateQueue != ""
 			}))
 		}},
+	}
+}
+
+func failureRecorded(c *comparison) bool {
+	for _, p := range c.Policies {
+		for _, r := range p.Runs {
+			if r.Summary.Failures > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func failureColumns() []column {
+	num := func(head string, digits int, f func(s metrics.Summary) float64) column {
+		return column{head, func(rs []metrics.Result) string { return fixed(statOf(rs, field(f)), digits, false) }}
+	}
+	dur := func(head string, f func(s metrics.Summary) float64) column {
+		return column{head, func(rs []metrics.Result) string { return duration(statOf(rs, field(f))) }}
+	}
+	return []column{
+		num("failures", 0, func(s metrics.Summary) float64 { return float64(s.Failures) }),
+		num("goodput\n%", 1, func(s metrics.Summary) float64 { return s.GoodputPct }),
+		num("lost\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureLostGPUHours }),
+		num("rollback\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureRollbackGPUHours }),
+		num("overhead\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureOverheadGPUHours }),
+		num("held idle\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureIdleGPUHours }),
+		dur("recovery\nmean", func(s metrics.Summary) float64 { return s.RecoveryMeanS }),
+		dur("recovery\np95", func(s metrics.Summary) float64 { return s.RecoveryP95S }),
 	}
 }
 

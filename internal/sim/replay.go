@@ -26,6 +26,8 @@ const (
 	evRetry // the engine asked to look again (Plan.Retry)
 	// evRecycle runs one more cycle at the same time.
 	evRecycle
+	evRepair // a failed device or node comes back
+	evFail   // the failure process: something fails, the next failure is drawn
 )
 
 type event struct {
@@ -36,6 +38,8 @@ type event struct {
 	// epoch is the job's run the event belongs to: a finish scheduled
 	// before an eviction is stale once the job has been evicted.
 	epoch int
+	// node and dev name what a repair brings back (dev -1: the node).
+	node, dev int
 }
 
 type eventQueue []event
@@ -88,6 +92,19 @@ type jobRun struct {
 	frac     float64
 	segStart time.Time
 	segDone  time.Duration
+
+	// Failures: a gang whose failed ranks are being replaced is paused: its
+	// other pods stay bound, idle, until the new ranks are placed in pin.
+	paused   bool
+	pin      engine.Pin
+	failedAt time.Time // when a failure last stopped it; zero once running again
+	// overheadCounted: this run's restart overhead is already in the
+	// failure figures, so a later rollback must not count it again.
+	overheadCounted bool
+	// runOverhead is the restart overhead of the current run: a whole
+	// restart pays the job's, a paused gang resumed with replaced ranks
+	// the failure model's ReplaceOverhead.
+	runOverhead time.Duration
 }
 
 type replay struct {
@@ -123,6 +140,17 @@ type replay struct {
 	wakeAt time.Time // the pending Plan.Retry event, if any
 	// requeued counts jobs requeued at their max runtime.
 	requeued int
+	inj      *injector
+	fail     failureStats
+}
+
+// failureStats accumulates what failures cost a run.
+type failureStats struct {
+	allocArea  float64 // allocated milli × seconds over the whole run
+	lostWork   float64 // GPU-seconds rolled back to checkpoints by failures
+	overhead   float64 // GPU-seconds of restart overhead after failures
+	idleHeld   float64 // GPU-seconds paused gangs held idle
+	recoveries []float64
 }
 
 // maxRecycles bounds the cycles run at one instant because re-partitions
@@ -144,6 +172,13 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 		}
 	}
 	r.lastT = r.first
+	if cfg.Failures != nil && cfg.Failures.Scale > 0 {
+		r.inj = newInjector(state, *cfg.Failures, cfg.Seed)
+		if r.inj.rate > 0 {
+			r.inj.active = true
+			r.pushFailure(r.first.Add(r.inj.next()))
+		}
+	}
 	processed, total := 0, len(jobs)
 	var retried time.Time
 	for r.events.Len() > 0 {
@@ -156,7 +191,7 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 		}
 		now := r.events[0].at
 		r.advance(now)
-		changed, wake := false, false
+		changed, wake, health := false, false, false
 		for r.events.Len() > 0 && r.events[0].at.Equal(now) {
 			e := heap.Pop(&r.events).(event)
 			switch e.kind {
@@ -178,13 +213,26 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 				r.wakeAt = time.Time{}
 			case evRecycle:
 				wake = true
+			case evFail:
+				r.injectFailure(now)
+				health = true
+			case evRepair:
+				r.repair(e.node, e.dev)
 			}
 			changed = true
 		}
-		if changed && (len(r.pending) > 0 || wake || r.mayGrow()) {
+		if changed && (len(r.pending) > 0 || wake || health || r.mayGrow()) {
 			requeued := r.requeued
-			if err := r.cycle(now); err != nil {
-				return r.rej, err
+			// A cycle's evictions send pods back to pending: the next cycle
+			// places them (replacement ranks, restarted gangs) at once.
+			for i := 0; i < 3; i++ {
+				evicted, err := r.cycle(now)
+				if err != nil {
+					return r.rej, err
+				}
+				if !evicted || len(r.pending) == 0 {
+					break
+				}
 			}
 			if r.requeued > requeued && !retried.Equal(now) {
 				// Jobs stopped at their max runtime and requeued in this
@@ -230,12 +278,17 @@ func (r *replay) advance(now time.Time) {
 	}
 	if dt > 0 {
 		r.usefulAll += float64(r.useful) * dt
+		r.fail.allocArea += float64(r.allocated) * dt
 		for _, i := range r.pending {
 			jr := r.jobs[i]
 			if !jr.started && len(jr.bound) > 0 {
 				var held int64
 				for _, b := range jr.bound {
 					held += b.Alloc.GPUMilli()
+				}
+				if jr.paused {
+					r.fail.idleHeld += float64(held) / 1000 * dt
+					continue
 				}
 				r.res.Summary.PartialGangGPUHours += float64(held) / 1000 * dt / 3600
 			}
@@ -250,11 +303,15 @@ func (r *replay) sample(now time.Time) {
 		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
 }
 
-func (r *replay) cycle(now time.Time) error {
+func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
+	if r.inj != nil {
+		snap.Failures = r.inj.records()
+		snap.Spares = r.inj.m.Spares
+	}
 	for _, i := range r.pending {
 		jr := r.jobs[i]
-		pj := engine.PendingJob{Job: jr.job.Job}
+		pj := engine.PendingJob{Job: jr.job.Job, Within: jr.pin}
 		if len(jr.bound) > 0 {
 			jr.job.EachPod(func(ref workload.PodRef, _ workload.Request) {
 				if _, ok := jr.bound[ref]; !ok {
@@ -267,6 +324,17 @@ func (r *replay) cycle(now time.Time) error {
 	for _, i := range r.running {
 		snap.Running = append(snap.Running, r.runningJob(r.jobs[i], now))
 	}
+	if r.inj != nil {
+		// Jobs holding pods without running (partial or paused gangs) hold
+		// capacity too: a failure under them must be remediated.
+		for _, i := range r.pending {
+			if jr := r.jobs[i]; !jr.started && len(jr.bound) > 0 {
+				rj := r.runningJob(jr, now)
+				rj.Start = now
+				snap.Running = append(snap.Running, rj)
+			}
+		}
+	}
 	t0 := r.cfg.Clock()
 	plan := r.eng.Cycle(snap)
 	d := r.cfg.Clock().Sub(t0)
@@ -275,9 +343,18 @@ func (r *replay) cycle(now time.Time) error {
 	if us := float64(d.Microseconds()); us > r.res.Summary.CycleMaxUS {
 		r.res.Summary.CycleMaxUS = us
 	}
+	for _, rm := range plan.Remediations {
+		if r.res.Summary.Remediations == nil {
+			r.res.Summary.Remediations = map[string]int{}
+		}
+		r.res.Summary.Remediations[string(rm.Action)]++
+		if rm.Action == workload.ReplaceRanks {
+			r.jobs[r.byID[rm.Job]].pin = engine.Pin{Level: rm.Level, Domain: rm.Domain}
+		}
+	}
 	for _, ev := range plan.Evictions {
 		if err := r.evict(ev, now); err != nil {
-			return err
+			return false, err
 		}
 		switch ev.Cause {
 		case engine.CausePreempt:
@@ -289,7 +366,7 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	if err := repartition(r.state, plan, r.res); err != nil {
-		return err
+		return false, err
 	}
 	r.fair.observe(plan.Queues, now)
 	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
@@ -299,7 +376,7 @@ func (r *replay) cycle(now time.Time) error {
 
 	for _, b := range plan.Binds {
 		if err := apply(r.state, b); err != nil {
-			return err
+			return false, err
 		}
 		jr := r.jobs[r.byID[b.Job]]
 		for _, p := range b.Pods {
@@ -307,15 +384,19 @@ func (r *replay) cycle(now time.Time) error {
 			r.allocated += p.Alloc.GPUMilli()
 			r.res.Summary.PodsPlaced++
 			if jr.started {
-				// An elastic job growing while it runs.
+				// An elastic job growing, or a replica back in a running job.
 				r.useful += p.Alloc.GPUMilli()
 			}
 		}
-		if jr.started {
-			r.resize(jr, now)
-			continue
+		if len(jr.bound) == jr.job.Pods() {
+			jr.pin = engine.Pin{}
 		}
-		if len(jr.bound) >= jr.job.GangMin() {
+		if jr.started {
+			// Pods joined a running job: an elastic job grew, or replicas
+			// replaced failed ones.
+			r.recovered(jr, now)
+			r.resize(jr, now)
+		} else if len(jr.bound) >= jr.job.GangMin() {
 			r.startJob(jr, now)
 		} else if !jr.partial {
 			jr.partial = true
@@ -323,8 +404,12 @@ func (r *replay) cycle(now time.Time) error {
 		}
 	}
 	for _, p := range plan.Pending {
-		if p.Reason.Verdict != placement.NeverFits && p.Reason.Verdict != placement.Refused {
+		v := p.Reason.Verdict
+		if v != placement.NeverFits && v != placement.Refused {
 			continue
+		}
+		if v == placement.NeverFits && r.inj != nil && len(r.inj.failed) > 0 {
+			continue // with devices out for repair, "never" may only mean "not until repaired"
 		}
 		jr := r.jobs[r.byID[p.Job]]
 		if !jr.rejected && len(jr.bound) == 0 {
@@ -333,10 +418,13 @@ func (r *replay) cycle(now time.Time) error {
 			r.rej = append(r.rej, Rejection{Job: p.Job, Source: jr.job.Source, Reason: p.Reason.Message})
 		}
 	}
-	// Drop started and rejected jobs from the queue, keeping arrival order.
+	// Drop started and rejected jobs from the queue, keeping arrival order;
+	// a running job keeps its place while replicas of it are missing.
 	kept := r.pending[:0]
 	for _, i := range r.pending {
-		if !r.jobs[i].started && !r.jobs[i].rejected {
+		jr := r.jobs[i]
+		replacing := jr.started && !jr.failedAt.IsZero() && len(jr.bound) < jr.job.Pods()
+		if (!jr.started || replacing) && !jr.rejected && !jr.finished {
 			kept = append(kept, i)
 		}
 	}
@@ -345,13 +433,27 @@ func (r *replay) cycle(now time.Time) error {
 		// The jobs that waited for the new layouts can bind now.
 		r.recycles++
 		defer func() { r.recycles-- }()
-		return r.cycle(now)
+		again, err := r.cycle(now)
+		return again || len(plan.Evictions) > 0, err
 	}
-	return nil
+	return len(plan.Evictions) > 0, nil
 }
 
 func (r *replay) startJob(jr *jobRun, now time.Time) {
 	jr.started, jr.start = true, now
+	r.restartInjector(now)
+	jr.runOverhead = jr.job.RestartOverhead
+	if jr.paused && r.inj != nil && r.inj.m.ReplaceOverhead >= 0 {
+		jr.runOverhead = r.inj.m.ReplaceOverhead
+	}
+	jr.paused = false
+	if !jr.failedAt.IsZero() {
+		r.recovered(jr, now)
+		r.fail.overhead += jr.job.GPUs() * jr.runOverhead.Seconds()
+		jr.overheadCounted = true
+	} else {
+		jr.overheadCounted = false
+	}
 	for _, b := range jr.bound {
 		r.useful += b.Alloc.GPUMilli()
 	}
@@ -371,7 +473,7 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 	}
 	jr.frac, jr.segDone, jr.segStart = podShare(jr), 0, now
 	if jr.restarts > 0 {
-		jr.segStart = now.Add(jr.job.RestartOverhead)
+		jr.segStart = now.Add(jr.runOverhead)
 	}
 	r.scheduleFinish(jr)
 }
@@ -493,12 +595,41 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		r.res.Summary.JobsTerminated++
 		return nil
 	}
+	failure := ev.Cause == engine.CauseFailure
+	if failure && jr.failedAt.IsZero() && jr.started {
+		jr.failedAt = now
+	}
+	if failure && !jr.started && len(jr.bound) == 0 {
+		jr.paused, jr.pin = false, engine.Pin{} // the whole gang starts over
+	}
 	if !jr.started {
 		return nil
 	}
 	if len(jr.bound) >= jr.job.GangMin() {
-		// Shrunk, still running: slower from now on.
+		if failure && !r.isPending(i) {
+			r.pending = append(r.pending, i) // its lost replicas wait to be replaced
+		}
+		// Fewer pods, still running: slower from now on.
 		r.resize(jr, now)
+		return nil
+	}
+	if failure && len(jr.bound) > 0 {
+		// ReplaceRanks: the gang stops and rolls back to its checkpoint, but
+		// its healthy ranks keep their place until the new ones join.
+		milli := jr.job.GPUMilli()
+		saved, lost := r.progress(jr, now)
+		jr.workDone += saved
+		r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
+		r.fail.lostWork += r.failureLoss(jr, lost)
+		for _, b := range jr.bound {
+			r.useful -= b.Alloc.GPUMilli()
+		}
+		r.res.Summary.JobsRestarted++
+		jr.restarts++
+		jr.epoch++
+		jr.started, jr.paused = false, true
+		r.stopRunning(jr)
+		r.pending = append(r.pending, i)
 		return nil
 	}
 	// The gang broke: everything still bound goes too, and the job restarts.
@@ -520,13 +651,17 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	case engine.CauseConsolidate:
 		r.res.Summary.GPUHoursLostConsolidation += lostHours
 	}
+	if failure {
+		r.fail.lostWork += r.failureLoss(jr, lost)
+	}
 	r.res.Summary.JobsRestarted++
 	if ev.Cause == engine.CauseMaxRuntime {
 		r.requeued++
 	}
 	jr.restarts++
 	jr.epoch++
-	jr.started = false
+	jr.started, jr.paused = false, false
+	jr.pin = engine.Pin{}
 	r.stopRunning(jr)
 	r.pending = append(r.pending, i)
 	return nil
@@ -635,6 +770,7 @@ func (r *replay) summarise() {
 		s.CycleMeanUS = r.engineSec * 1e6 / float64(s.Cycles)
 	}
 	r.loc.summarise(s)
+	r.summariseFailures()
 	r.largeJobWaits(s)
 }
 

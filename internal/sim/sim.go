@@ -76,6 +76,8 @@ type Config struct {
 	// CheckpointWait bounds how long corral's preemption waits for its
 	// victims' next checkpoint (engine.Config.CheckpointWait).
 	CheckpointWait time.Duration
+	// Failures injects device and node failures into replay; nil: none.
+	Failures *FailureModel
 }
 
 // Rejection is a job the run refused before or while scheduling it.
@@ -106,6 +108,12 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
 	res.Summary.CapacityMilli = state.CapacityMilli()
 	eng := engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait})
+	if cfg.Failures != nil {
+		in.Jobs = withFailurePolicy(in.Jobs, *cfg.Failures)
+		if cfg.Failures.Remediation != "" {
+			res.Policy += "+" + string(cfg.Failures.Remediation)
+		}
+	}
 	start := time.Now()
 	var rej []Rejection
 	switch cfg.Protocol {

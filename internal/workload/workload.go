@@ -306,6 +306,13 @@ type Job struct {
 	// class.
 	Class string
 
+	// Remediation is what to do when a device or node under the running job
+	// fails; empty chooses by job type (see Remediation).
+	Remediation Remediation
+	// RepairWait bounds WaitForRepair: past it the job is restarted. Zero
+	// uses DefaultRepairWait.
+	RepairWait time.Duration
+
 	// Source says where the job came from (e.g. "trace.csv:17"), for messages.
 	Source string
 }
@@ -358,6 +365,9 @@ func (j *Job) Validate() error {
 	if j.MinMembers < 0 {
 		return fmt.Errorf("job %s: negative gang minimum %d", j.ID, j.MinMembers)
 	}
+	if _, err := ParseRemediation(string(j.Remediation)); err != nil {
+		return fmt.Errorf("job %s: %w", j.ID, err)
+	}
 	return nil
 }
 
@@ -377,4 +387,36 @@ func (j *Job) EachPod(fn func(ref PodRef, r Request)) {
 			fn(PodRef{Job: j.ID, PodSet: si, Index: i}, ps.Request)
 		}
 	}
+}
+
+// Remediation is a job's policy when a device or node under it fails.
+type Remediation string
+
+const (
+	// RemediateDefault chooses by job type: a strict multi-pod gang
+	// (training) gets ReplaceRanks when its topology domain has room and
+	// RestartGang otherwise; replicas and elastic jobs get ReplaceRanks
+	// anywhere.
+	RemediateDefault Remediation = ""
+	// RestartGang evicts the whole gang; it is placed again as a gang.
+	RestartGang Remediation = "RestartGang"
+	// ReplaceRanks evicts only the pods on the failed device or node and
+	// places them again inside the topology domain the rest of the gang
+	// occupies, preferring spare capacity held for that.
+	ReplaceRanks Remediation = "ReplaceRanks"
+	// WaitForRepair keeps the job in place until the device comes back, up
+	// to RepairWait, then restarts it.
+	WaitForRepair Remediation = "WaitForRepair"
+)
+
+// DefaultRepairWait is WaitForRepair's limit when a job sets none.
+const DefaultRepairWait = 30 * time.Minute
+
+// ParseRemediation checks a policy name ("" is the default).
+func ParseRemediation(s string) (Remediation, error) {
+	switch r := Remediation(s); r {
+	case RemediateDefault, RestartGang, ReplaceRanks, WaitForRepair:
+		return r, nil
+	}
+	return "", fmt.Errorf("unknown remediation %q (known: RestartGang, ReplaceRanks, WaitForRepair)", s)
 }

@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// healthCycle is the health step's state within one cycle.
+type healthCycle struct {
+	holds   *health.Holds
+	handled map[workload.JobID]bool // pending jobs the health step placed or explained
+}
+
+// healthScorer applies suspect nodes to the view (corral only: the
+// baselines know nothing of them, as kube-scheduler does not) and returns
+// the scorer that puts the remaining suspects last.
+func (e *Engine) healthScorer(s *Snapshot, view *cluster.State, scorer placement.Scorer) placement.Scorer {
+	if e.cfg.Policy != Corral || len(s.Suspects) == 0 {
+		return scorer
+	}
+	avoid, _ := health.Suspects(view, s.Suspects, s.Now, s.SuspectLimit)
+	if len(avoid) == 0 {
+		return scorer
+	}
+	return health.AvoidScorer{Inner: scorer, Avoid: avoid}
+}
+
+// healthStep holds the spares, remediates running jobs hit by failures and
+// places pinned replacement ranks, before any other job is considered.
+// The baselines restart every hit job whole and hold no spares.
+func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.Placer, plan *Plan) healthCycle {
+	hc := healthCycle{handled: map[workload.JobID]bool{}}
+	corral := e.cfg.Policy == Corral
+	idx, problems := health.NewIndex(view, s.Failures)
+	if corral && len(s.Spares) > 0 {
+		want, p := health.ExpandSpares(view, s.Spares)
+		problems = append(problems, p...)
+		hc.holds = health.HoldSpares(view, want)
+		plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		plan.Stats.HealthProblems = problems
+	}
+	rem := &health.Remediator{View: view, Placer: placer, Index: idx, Holds: hc.holds, Now: s.Now, RestartOnly: !corral}
+	running := make([]int, len(s.Running))
+	for i := range running {
+		running[i] = i
+	}
+	sort.Slice(running, func(a, b int) bool { return s.Running[running[a]].Job.ID < s.Running[running[b]].Job.ID })
+	byID := map[workload.JobID]int{}
+	for _, i := range running {
+		rj := s.Running[i]
+		byID[rj.Job.ID] = i
+		hr := health.Running{Job: rj.Job}
+		for _, p := range rj.Pods {
+			hr.Pods = append(hr.Pods, health.Pod{Ref: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+		}
+		d, hit := rem.Remediate(hr)
+		if !hit {
+			continue
+		}
+		r := Remediation{Job: rj.Job.ID, Action: d.Action, Failed: d.Failed, Pods: d.Evict, Message: d.Message}
+		if d.Action == workload.ReplaceRanks {
+			// Always pinned, the cluster included: the new ranks are then
+			// placed first, may use spares, and a gang whose room is gone
+			// restarts rather than holding its healthy ranks idle.
+			dom := view.Domain(d.Within)
+			r.Level, r.Domain = view.Levels()[dom.Level], dom.Name
+		}
+		plan.Remediations = append(plan.Remediations, r)
+		if len(d.Evict) == 0 {
+			continue
+		}
+		lost := d.Evict
+		if d.WholeGang || d.Action == workload.RestartGang {
+			lost = nil // every rank rolls back to the last checkpoint
+		}
+		plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: CauseFailure,
+			Message: d.Message, LostGPUSeconds: RestartCost(rj, lost, s.Now)})
+		if d.Action == workload.RestartGang {
+			hc.handled[rj.Job.ID] = true
+		}
+	}
+	if !corral {
+		return hc
+	}
+	for _, pj := range s.Pending {
+		if pj.Waiting == nil {
+			continue
+		}
+		if hc.handled[pj.Job.ID] {
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: Reason{Verdict: placement.WaitFree,
+				Message: "restarting the whole gang after a failure"}})
+			continue
+		}
+		var bound []PodBind
+		if i, ok := byID[pj.Job.ID]; ok {
+			bound = s.Running[i].Pods
+		}
+		within, pinned, replacing, why := pinOf(view, pj, bound)
+		if why != "" {
+			hc.handled[pj.Job.ID] = true
+			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: never(pj.Within.Level, why)})
+			continue
+		}
+		if !pinned {
+			continue // no pin: the ordinary path places it
+		}
+		hc.handled[pj.Job.ID] = true
+		placed := e.placePinned(view, placer, hc.holds, pj, within, replacing, plan)
+		if i, ok := byID[pj.Job.ID]; !placed && ok && replacing && pj.Job.Remediation == workload.RemediateDefault &&
+			health.StrictGang(pj.Job) {
+			// The room checked when the ranks failed is gone (capacity
+			// changed since): rather than hold the healthy ranks idle, restart
+			// the gang as a whole.
+			escalate(s.Running[i], view, s, plan)
+		}
+	}
+	return hc
+}
+
+// escalate restarts a gang whose replacement ranks found no room.
+func escalate(rj RunningJob, view *cluster.State, s *Snapshot, plan *Plan) {
+	var pods []workload.PodRef
+	for _, p := range rj.Pods {
+		pods = append(pods, p.Pod)
+		view.Release(p.NodeIndex, p.Alloc)
+	}
+	msg := fmt.Sprintf("no room left for the replacement ranks: restarting all %d bound pods", len(pods))
+	plan.Remediations = append(plan.Remediations, Remediation{Job: rj.Job.ID, Action: workload.RestartGang, Pods: pods, Message: msg})
+	plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: pods, Cause: CauseFailure, Message: msg,
+		LostGPUSeconds: RestartCost(rj, nil, s.Now)})
+}
+
+// pinOf finds the domain a partly bound job's waiting pods must join: the
+// driver's pin for replacement ranks, else the domain the bound pods share
+// at the job's required level.
+func pinOf(s *cluster.State, pj PendingJob, bound []PodBind) (within cluster.DomainID, pinned, replacing bool, problem string) {
+	if pj.Within.Domain != "" {
+		lv := s.LevelIndex(pj.Within.Level)
+		if lv < 0 {
+			return 0, false, false, fmt.Sprintf("replacement pinned to unknown topology level %q", pj.Within.Level)
+		}
+		for _, d := range s.DomainsAt(lv) {
+			if s.Domain(d).Name == pj.Within.Domain {
+				return d, true, true, ""
+			}
+		}
+		return 0, false, false, fmt.Sprintf("replacement pinned to unknown %s %q", pj.Within.Level, pj.Within.Domain)
+	}
+	lv := s.LevelIndex(pj.Job.Topology.Required)
+	if lv <= 0 || len(bound) == 0 {
+		return 0, false, false, ""
+	}
+	d := s.NodeDomain(bound[0].NodeIndex, lv)
+	for _, b := range bound[1:] {
+		if s.NodeDomain(b.NodeIndex, lv) != d {
+			return 0, false, false, "" // the bound part already spans domains: nothing to join
+		}
+	}
+	return d, true, false, ""
+}
+
+// placePinned places a pinned job's waiting pods inside within; replacement
+// ranks may use the spares held there.
+func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, holds *health.Holds, pj PendingJob,
+	within cluster.DomainID, replacing bool, plan *Plan) bool {
+	pods, reason, ok := resolvePods(view, pj)
+	if ok {
+		var g placement.Gang
+		g, reason, ok = gangOf(view, pj.Job, pods)
+		g.Within = within
+		if ok {
+			var released []cluster.DomainID
+			if replacing {
+				released = holds.Release(view, within)
+			}
+			res := placer.PlaceGang(g)
+			if res.Failure == nil {
+				placer.Commit()
+			}
+			holds.Rehold(view, released)
+			if res.Failure == nil {
+				plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
+				plan.Stats.JobsPlaced++
+				plan.Stats.PodsPlaced += len(res.Assignments)
+				return true
+			}
+			f := res.Failure
+			reason = Reason{Verdict: f.Verdict, Level: f.Level, Best: f.Best, BestFits: f.BestFits, Pods: len(pods),
+				Message: fmt.Sprintf("the rest of the gang is bound in %s: %s", view.Domain(within).Name, f.Message)}
+		}
+	}
+	plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
+	return false
+}

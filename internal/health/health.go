@@ -1,0 +1,138 @@
+// Package health makes device and node health part of the engine's model:
+// which running pods sit on failed devices or nodes, what each job's
+// remediation policy does about it, spare capacity held back for fast
+// replacement, and suspect nodes that ordinary placement avoids. It is
+// engine code: no Kubernetes, no I/O, no clock (time comes in the input).
+package health
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/corral-dev/corral/internal/cluster"
+)
+
+// Failure is one failed device, or a whole failed node, as a driver saw it.
+// The device's capacity is already out of the cluster.State (drivers call
+// SetDeviceHealth); the record adds what the state cannot: since when and
+// why, for WaitForRepair's limit and for messages. A failed node is also
+// marked unschedulable by the driver.
+type Failure struct {
+	Node string
+	// Device is the device id; empty means the whole node failed (NotReady,
+	// unreachable, or a fault that takes every device).
+	Device string
+	Since  time.Time
+	// Reason is one short phrase for events, e.g. "XID 79" or "NotReady".
+	Reason string
+}
+
+func (f Failure) String() string {
+	what := "node " + f.Node
+	if f.Device != "" {
+		what = fmt.Sprintf("device %s on node %s", f.Device, f.Node)
+	}
+	if f.Reason != "" {
+		what += " (" + f.Reason + ")"
+	}
+	return what
+}
+
+// Spare is capacity held back in a topology domain for replacing failed
+// ranks: ordinary placement never uses it, ReplaceRanks may.
+type Spare struct {
+	// Level is a topology level (e.g. "rack"); Domain one domain of it, or
+	// empty for every domain of the level.
+	Level  string
+	Domain string
+	// GPUs is the number of whole GPUs held in each such domain.
+	GPUs int
+}
+
+// Suspect is a node that rejected pods at admission (for Kubernetes, pods
+// failed with UnexpectedAdmissionError: a device plugin that restarted or
+// lost its devices). Ordinary placement scores it last; at Limit rejections
+// it is left out until Until.
+type Suspect struct {
+	Node       string
+	Rejections int
+	Until      time.Time
+}
+
+// DefaultSuspectLimit is the number of admission rejections after which a
+// suspect node gets nothing more until its suspicion lapses.
+const DefaultSuspectLimit = 3
+
+// Index finds the failure records of nodes and devices.
+type Index struct {
+	node map[int]Failure
+	dev  map[[2]int]Failure
+}
+
+// NewIndex indexes failures against the cluster; records naming unknown
+// nodes or devices are returned as problems (the cluster changed under the
+// driver), never a panic.
+func NewIndex(s *cluster.State, failures []Failure) (*Index, []string) {
+	ix := &Index{node: map[int]Failure{}, dev: map[[2]int]Failure{}}
+	var problems []string
+	for _, f := range failures {
+		n, ok := s.NodeIndex(f.Node)
+		if !ok {
+			problems = append(problems, "unknown node "+f.Node)
+			continue
+		}
+		if f.Device == "" {
+			if old, seen := ix.node[n]; !seen || f.Since.Before(old.Since) {
+				ix.node[n] = f
+			}
+			continue
+		}
+		k := deviceIndex(s.Node(n), f.Device)
+		if k < 0 {
+			problems = append(problems, fmt.Sprintf("unknown device %s on node %s", f.Device, f.Node))
+			continue
+		}
+		if old, seen := ix.dev[[2]int{n, k}]; !seen || f.Since.Before(old.Since) {
+			ix.dev[[2]int{n, k}] = f
+		}
+	}
+	sort.Strings(problems)
+	return ix, problems
+}
+
+func deviceIndex(n *cluster.Node, id string) int {
+	for k := range n.Devices {
+		if n.Devices[k].ID == id {
+			return k
+		}
+	}
+	return -1
+}
+
+// NodeFailed reports whether node n failed as a whole.
+func (ix *Index) NodeFailed(n int) (Failure, bool) {
+	f, ok := ix.node[n]
+	return f, ok
+}
+
+// podFailures lists what failed under a pod on node n holding devices:
+// the node itself, or any of its devices the state marks unhealthy (with
+// the record's detail when the driver gave one).
+func (ix *Index) podFailures(s *cluster.State, n int, a cluster.Alloc) []Failure {
+	if f, ok := ix.node[n]; ok {
+		return []Failure{f}
+	}
+	var out []Failure
+	for _, d := range a.Devices {
+		if s.DeviceHealthy(n, d.Device) {
+			continue
+		}
+		f, ok := ix.dev[[2]int{n, d.Device}]
+		if !ok {
+			f = Failure{Node: s.Node(n).Name, Device: s.Node(n).Devices[d.Device].ID}
+		}
+		out = append(out, f)
+	}
+	return out
+}

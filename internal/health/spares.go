@@ -1,0 +1,175 @@
+package health
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/corral-dev/corral/internal/cluster"
+)
+
+// hold is spare capacity taken out of the cycle's view on one node.
+type hold struct {
+	domain cluster.DomainID // the spare's domain
+	node   int
+	alloc  cluster.Alloc
+}
+
+// Holds is the spare capacity a cycle keeps from ordinary placement. It is
+// recomputed every cycle from what is free, so a spare used by a
+// replacement is held again elsewhere in its domain as soon as room frees.
+type Holds struct {
+	want  map[cluster.DomainID]int // domain -> GPUs to hold
+	holds []hold
+}
+
+// ExpandSpares resolves spares to domains and the GPUs held in each, in
+// domain order. A spare naming an unknown level or domain is a problem, not
+// a panic.
+func ExpandSpares(s *cluster.State, spares []Spare) (map[cluster.DomainID]int, []string) {
+	want := map[cluster.DomainID]int{}
+	var problems []string
+	for _, sp := range spares {
+		lv := s.LevelIndex(sp.Level)
+		if lv < 0 {
+			problems = append(problems, fmt.Sprintf("spare: unknown topology level %q", sp.Level))
+			continue
+		}
+		if sp.GPUs <= 0 {
+			problems = append(problems, fmt.Sprintf("spare at %s %q: %d GPUs", sp.Level, sp.Domain, sp.GPUs))
+			continue
+		}
+		found := false
+		for _, d := range s.DomainsAt(lv) {
+			if sp.Domain == "" || s.Domain(d).Name == sp.Domain {
+				want[d] += sp.GPUs
+				found = true
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("spare: no %s named %q", sp.Level, sp.Domain))
+		}
+	}
+	return want, problems
+}
+
+// HoldSpares takes the spares out of the view.
+func HoldSpares(view *cluster.State, want map[cluster.DomainID]int) *Holds {
+	h := &Holds{want: want}
+	for _, d := range sortedDomains(want) {
+		h.holdIn(view, d)
+	}
+	return h
+}
+
+func sortedDomains(m map[cluster.DomainID]int) []cluster.DomainID {
+	ds := make([]cluster.DomainID, 0, len(m))
+	for d := range m {
+		ds = append(ds, d)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds
+}
+
+// holdIn holds domain d's spare GPUs on the nodes with the most wholly free
+// healthy GPUs (whole spare nodes replace whole-node ranks), the last node
+// in topology order first on ties. A node's CPU and memory are held in
+// proportion, so the spare GPUs stay usable.
+func (h *Holds) holdIn(view *cluster.State, d cluster.DomainID) {
+	need := h.want[d]
+	for _, x := range h.holds {
+		if x.domain == d {
+			need -= len(x.alloc.Devices)
+		}
+	}
+	if need <= 0 {
+		return
+	}
+	dom := view.Domain(d)
+	type cand struct{ node, free int }
+	var cs []cand
+	for n := dom.Lo; n < dom.Hi; n++ {
+		if !view.Schedulable(n) {
+			continue
+		}
+		if f := len(wholeFree(view, n)); f > 0 {
+			cs = append(cs, cand{n, f})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].free != cs[j].free {
+			return cs[i].free > cs[j].free
+		}
+		return cs[i].node > cs[j].node
+	})
+	for _, c := range cs {
+		if need == 0 {
+			break
+		}
+		devs := wholeFree(view, c.node)
+		take := min(need, len(devs))
+		total := len(view.Node(c.node).Devices)
+		a := cluster.Alloc{
+			CPUMilli: view.FreeCPU(c.node) * int64(take) / int64(total),
+			MemMiB:   view.FreeMem(c.node) * int64(take) / int64(total),
+		}
+		for _, k := range devs[:take] {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+		}
+		if view.Allocate(c.node, a) != nil {
+			continue
+		}
+		h.holds = append(h.holds, hold{domain: d, node: c.node, alloc: a})
+		need -= take
+	}
+}
+
+// wholeFree lists node n's healthy, wholly free GPUs.
+func wholeFree(view *cluster.State, n int) []int {
+	var out []int
+	for k, f := range view.GPUFree(n) {
+		if f == 1000 && view.DeviceHealthy(n, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Release gives the spares held inside or above domain d back to the view
+// (for a replacement placed in d) and returns the domains released.
+func (h *Holds) Release(view *cluster.State, d cluster.DomainID) []cluster.DomainID {
+	if h == nil {
+		return nil
+	}
+	in := view.Domain(d)
+	kept := h.holds[:0]
+	released := map[cluster.DomainID]int{}
+	for _, x := range h.holds {
+		if x.node >= in.Lo && x.node < in.Hi {
+			view.Release(x.node, x.alloc)
+			released[x.domain]++
+			continue
+		}
+		kept = append(kept, x)
+	}
+	h.holds = kept
+	return sortedDomains(released)
+}
+
+// Rehold holds the released domains' spares again from what is still free.
+func (h *Holds) Rehold(view *cluster.State, ds []cluster.DomainID) {
+	for _, d := range ds {
+		h.holdIn(view, d)
+	}
+}
+
+// HeldGPUs is the number of GPUs held now, for stats.
+func (h *Holds) HeldGPUs() int {
+	if h == nil {
+		return 0
+	}
+	n := 0
+	for _, x := range h.holds {
+		n += len(x.alloc.Devices)
+	}
+	return n
+}

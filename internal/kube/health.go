@@ -1,0 +1,389 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/health"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Suspect-node bookkeeping: admission rejections count for suspectWindow;
+// a node is avoided for suspectBackoff doubled per rejection, at most
+// suspectMaxBackoff after its last one.
+const (
+	suspectWindow     = time.Hour
+	suspectBackoff    = 5 * time.Minute
+	suspectMaxBackoff = time.Hour
+)
+
+// healthState is what the adapter remembers about health between cycles.
+// Only the cycle goroutine touches it, so it needs no lock. Nothing in it
+// is needed for correctness after a restart: failure times fall back to
+// "now", and replacement pins to the job's required level.
+type healthState struct {
+	firstSeen map[string]time.Time // "node/device" -> when corral first saw it failed
+	pins      map[workload.JobID]engine.Pin
+	reported  map[string]bool // failures already reported on their node
+	failed    map[string]bool // nodes failed as a whole this cycle
+	cordoned  map[string]bool
+
+	remediations *prometheus.CounterVec
+	failures     prometheus.Gauge
+	suspects     prometheus.Gauge
+}
+
+func newHealthState(reg prometheus.Registerer) *healthState {
+	h := &healthState{firstSeen: map[string]time.Time{}, pins: map[workload.JobID]engine.Pin{},
+		reported: map[string]bool{}, cordoned: map[string]bool{},
+		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_remediations_total",
+			Help: "Running jobs remediated after a device or node failure, by action (RestartGang, ReplaceRanks, WaitForRepair)."}, []string{"action"}),
+		failures: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_failed_devices",
+			Help: "Failed GPUs and failed nodes corral sees now (a failed node counts once)."}),
+		suspects: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_suspect_nodes",
+			Help: "Nodes that rejected pods at admission recently and are avoided."}),
+	}
+	if reg != nil {
+		reg.MustRegister(h.remediations, h.failures, h.suspects)
+	}
+	return h
+}
+
+// remediationFromAnnotations reads a job's remediation policy.
+func remediationFromAnnotations(j *workload.Job, ann map[string]string) []string {
+	var problems []string
+	if v := ann[v1alpha1.AnnotationRemediation]; v != "" {
+		r, err := workload.ParseRemediation(v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("annotation %s: %v", v1alpha1.AnnotationRemediation, err))
+		}
+		j.Remediation = r
+	}
+	if v := ann[v1alpha1.AnnotationRepairWait]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q: want a duration such as 30m", v1alpha1.AnnotationRepairWait, v))
+		}
+		j.RepairWait = d
+	}
+	return problems
+}
+
+// addHealth completes the snapshot with health: what failed and since when,
+// suspect nodes, the running jobs remediation looks at, and the pins of
+// replacement ranks.
+func (s *Scheduler) addHealth(w *world, now time.Time) {
+	h := s.health
+	st := w.state
+	seen := map[string]bool{}
+	h.failed = map[string]bool{}
+	since := func(key string, t time.Time) time.Time {
+		seen[key] = true
+		if !t.IsZero() {
+			return t
+		}
+		if first, ok := h.firstSeen[key]; ok {
+			return first
+		}
+		h.firstSeen[key] = now
+		return now
+	}
+	var failures []health.Failure
+	for _, n := range s.cache.listNodes() {
+		ni, ok := st.NodeIndex(n.Name)
+		if !ok {
+			continue
+		}
+		if f, ok := nodeFailure(n); ok {
+			f.Since = since(n.Name+"/", f.Since)
+			failures = append(failures, f)
+			h.failed[n.Name] = true
+			st.SetSchedulable(ni, false)
+			continue
+		}
+		node := st.Node(ni)
+		for k := range node.Devices {
+			if st.DeviceHealthy(ni, k) {
+				continue
+			}
+			f := health.Failure{Node: n.Name, Device: node.Devices[k].ID}
+			var added time.Time
+			f.Reason, added = deviceReason(n, node.Devices[k].ID, s.cache.listSlices(), s.cache.cfg.draDriver)
+			f.Since = since(n.Name+"/"+f.Device, added)
+			failures = append(failures, f)
+		}
+	}
+	for key := range h.firstSeen {
+		if !seen[key] {
+			delete(h.firstSeen, key) // repaired: a new failure starts a new clock
+			delete(h.reported, key)
+		}
+	}
+	w.snap.Failures = failures
+	h.failures.Set(float64(len(failures)))
+
+	pods := s.cache.listPods()
+	w.snap.Suspects = suspectsOf(pods, now)
+	h.suspects.Set(float64(len(w.snap.Suspects)))
+
+	// Running jobs: issue 5's preemption may fill Running too; the adapter
+	// builds it once (see the report to the lead).
+	if len(w.snap.Running) == 0 {
+		w.snap.Running = runningJobs(w)
+	}
+	for i := range w.snap.Pending {
+		pj := &w.snap.Pending[i]
+		if pin, ok := h.pins[pj.Job.ID]; ok && pj.Waiting != nil {
+			pj.Within = pin
+		}
+	}
+	for id := range h.pins {
+		if kj, ok := w.byID[id]; !ok || !kj.pending() && len(kj.bound) == len(kj.refs) {
+			delete(h.pins, id)
+		}
+	}
+}
+
+// nodeFailure reports a node that failed as a whole: not Ready, or its
+// health agent's GPU condition False.
+func nodeFailure(n *corev1.Node) (health.Failure, bool) {
+	for _, c := range n.Status.Conditions {
+		switch {
+		case c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue:
+			return health.Failure{Node: n.Name, Since: c.LastTransitionTime.Time,
+				Reason: strings.TrimSpace("NotReady " + c.Reason)}, true
+		case string(c.Type) == v1alpha1.ConditionGPUHealthy && c.Status == corev1.ConditionFalse:
+			return health.Failure{Node: n.Name, Since: c.LastTransitionTime.Time,
+				Reason: strings.TrimSpace(v1alpha1.ConditionGPUHealthy + "=False " + c.Message)}, true
+		}
+	}
+	return health.Failure{}, false
+}
+
+// deviceReason says which input marked a device failed, and since when if
+// the input says (a DRA taint's timeAdded).
+func deviceReason(n *corev1.Node, id string, slices []*resourcev1.ResourceSlice, driver string) (string, time.Time) {
+	for _, sl := range slices {
+		if sl.Spec.Driver != driver || sl.Spec.NodeName == nil || *sl.Spec.NodeName != n.Name {
+			continue
+		}
+		for _, d := range sl.Spec.Devices {
+			if d.Name != id {
+				continue
+			}
+			for _, t := range d.Taints {
+				if t.Effect == resourcev1.DeviceTaintEffectNoSchedule || t.Effect == resourcev1.DeviceTaintEffectNoExecute {
+					var added time.Time
+					if t.TimeAdded != nil {
+						added = t.TimeAdded.Time
+					}
+					return fmt.Sprintf("DRA taint %s=%s:%s", t.Key, t.Value, t.Effect), added
+				}
+			}
+		}
+	}
+	return "annotation " + v1alpha1.AnnotationUnhealthyGPUs, time.Time{}
+}
+
+// suspectsOf counts, per node, the pods the kubelet rejected at admission
+// within the window.
+func suspectsOf(pods []*corev1.Pod, now time.Time) []health.Suspect {
+	last := map[string]time.Time{}
+	count := map[string]int{}
+	for _, p := range pods {
+		if p.Status.Phase != corev1.PodFailed || p.Status.Reason != v1alpha1.ReasonUnexpectedAdmissionError || p.Spec.NodeName == "" {
+			continue
+		}
+		at := p.CreationTimestamp.Time
+		for _, c := range p.Status.Conditions {
+			if c.LastTransitionTime.After(at) {
+				at = c.LastTransitionTime.Time
+			}
+		}
+		if now.Sub(at) > suspectWindow {
+			continue
+		}
+		count[p.Spec.NodeName]++
+		if at.After(last[p.Spec.NodeName]) {
+			last[p.Spec.NodeName] = at
+		}
+	}
+	var out []health.Suspect
+	for node, n := range count {
+		backoff := suspectBackoff << min(n-1, 8)
+		out = append(out, health.Suspect{Node: node, Rejections: n, Until: last[node].Add(min(backoff, suspectMaxBackoff))})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}
+
+// runningJobs lists the jobs with bound pods and what each pod holds (the
+// GPUs corral assigned, by the pod's annotation).
+func runningJobs(w *world) []engine.RunningJob {
+	var out []engine.RunningJob
+	for _, kj := range w.jobs {
+		if len(kj.bound) == 0 || kj.invalid != "" {
+			continue
+		}
+		rj := engine.RunningJob{Job: kj.job}
+		for _, ref := range kj.refs {
+			nodeName, ok := kj.bound[ref]
+			if !ok {
+				continue
+			}
+			n, ok := w.state.NodeIndex(nodeName)
+			if !ok {
+				continue
+			}
+			p := kj.pods[ref]
+			if p.DeletionTimestamp != nil {
+				continue // already on its way out: evicting it again would only repeat events
+			}
+			pb := engine.PodBind{Pod: ref, Node: nodeName, NodeIndex: n}
+			for _, id := range strings.Split(p.Annotations[v1alpha1.AnnotationAssignedGPUs], ",") {
+				if k := deviceIndex(w.state.Node(n), strings.TrimSpace(id)); k >= 0 {
+					pb.Alloc.Devices = append(pb.Alloc.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+					pb.Devices = append(pb.Devices, w.state.Node(n).Devices[k].ID)
+				}
+			}
+			if st := p.Status.StartTime; st != nil && (rj.Start.IsZero() || st.Time.Before(rj.Start)) {
+				rj.Start = st.Time
+			}
+			if v := p.Annotations[v1alpha1.AnnotationLastCheckpoint]; v != "" {
+				if t, err := time.Parse(time.RFC3339, v); err == nil && t.After(rj.LastCheckpoint) {
+					rj.LastCheckpoint = t
+				}
+			}
+			rj.Pods = append(rj.Pods, pb)
+		}
+		if len(rj.Pods) > 0 {
+			if rj.Start.IsZero() {
+				rj.Start = w.snap.Now
+			}
+			out = append(out, rj)
+		}
+	}
+	return out
+}
+
+// remediate carries out the plan's health decisions: failure evictions (a
+// pod on a node that failed as a whole is deleted at once, since no kubelet
+// will finish a graceful exit; others go through the Eviction API), events
+// on the pods and on the failed nodes, metrics, pins for the replacement
+// ranks, and, when the operator enabled it, a cordon on nodes with failed
+// GPUs.
+func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
+	h := s.health
+	waiting := map[string]bool{}
+	for _, r := range plan.Remediations {
+		if r.Action == workload.WaitForRepair {
+			// Decided again every cycle while the job waits: count and
+			// report it once.
+			key := "wait/" + string(r.Job)
+			waiting[key] = true
+			if h.reported[key] {
+				continue
+			}
+			h.reported[key] = true
+			if kj := w.byID[r.Job]; kj != nil {
+				s.reporter.event(kj.pods[kj.refs[0]], corev1.EventTypeWarning, "WaitingForRepair", "Remediate", "%s", r.Message)
+			}
+		}
+		h.remediations.WithLabelValues(string(r.Action)).Inc()
+		if r.Action == workload.ReplaceRanks {
+			h.pins[r.Job] = engine.Pin{Level: r.Level, Domain: r.Domain}
+		}
+		for _, f := range r.Failed {
+			key := f.Node + "/" + f.Device
+			if h.reported[key] {
+				continue
+			}
+			h.reported[key] = true
+			if n, ok := s.cache.nodeByName(f.Node); ok {
+				s.reporter.event(n, corev1.EventTypeWarning, "RepairNeeded", "Remediate", "%s failed under job %s: needs repair", f, r.Job)
+				if s.opts.CordonFailedNodes && !n.Spec.Unschedulable && !h.cordoned[f.Node] {
+					s.cordon(ctx, n)
+				}
+			}
+		}
+	}
+	for key := range h.reported {
+		if strings.HasPrefix(key, "wait/") && !waiting[key] {
+			delete(h.reported, key)
+		}
+	}
+	for _, ev := range plan.Evictions {
+		if ev.Cause != engine.CauseFailure {
+			continue // other causes are carried out by the preemption path
+		}
+		kj := w.byID[ev.Job]
+		if kj == nil {
+			continue
+		}
+		for _, ref := range ev.Pods {
+			p := kj.pods[ref]
+			if p == nil {
+				continue
+			}
+			if err := s.evictFailed(ctx, p, h.failed[p.Spec.NodeName]); err != nil {
+				s.log.Warn("remediation eviction", "pod", p.Namespace+"/"+p.Name, "err", err)
+				continue
+			}
+			s.reporter.event(p, corev1.EventTypeWarning, string(engine.CauseFailure), "Evict", "%s (%.0f GPU-hours of work since the last checkpoint lost)",
+				ev.Message, ev.LostGPUSeconds/3600)
+		}
+	}
+}
+
+func (s *Scheduler) evictFailed(ctx context.Context, p *corev1.Pod, nodeFailed bool) error {
+	if nodeFailed {
+		zero := int64(0)
+		err := s.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
+			Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
+	err := s.client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (s *Scheduler) cordon(ctx context.Context, n *corev1.Node) {
+	patch := []byte(`{"spec":{"unschedulable":true}}`)
+	if _, err := s.client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		s.log.Warn("cordoning a failed node", "node", n.Name, "err", err)
+		return
+	}
+	s.health.cordoned[n.Name] = true
+	s.reporter.event(n, corev1.EventTypeWarning, "Cordoned", "Cordon", "cordoned by corral: a GPU failed (--cordon-failed-nodes)")
+}
+
+// nodeByName reads one node from the informer's store.
+func (c *Cache) nodeByName(name string) (*corev1.Node, bool) {
+	o, ok, err := c.nodes.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	n, ok := o.(*corev1.Node)
+	return n, ok
+}

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+func TestParseFailures(t *testing.T) {
+	m, err := ParseFailures("llama3,scale=200,overhead=5m,replace-overhead=1m,device-repair=6h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 419 interruptions in 54 days on 16,384 GPUs, 47% of them GPU or HBM.
+	if got, want := m.DevicePerHour, 0.47*419/(54*24*16384.0); got != want {
+		t.Errorf("device rate %g, want %g", got, want)
+	}
+	if m.Scale != 200 || m.RestartOverhead != 5*time.Minute || m.ReplaceOverhead != time.Minute || m.DeviceRepair != 6*time.Hour || m.NodeRepair != 2*time.Hour {
+		t.Errorf("parsed %+v", m)
+	}
+	for _, bad := range []string{"llama4", "scale=-1", "overhead=soon", "device=x"} {
+		if _, err := ParseFailures(bad); err == nil {
+			t.Errorf("%q parsed without error", bad)
+		}
+	}
+	if m, err := ParseFailures(""); m != nil || err != nil {
+		t.Errorf("empty spec gave %v %v", m, err)
+	}
+}
+
+// failureRun runs the gang workload with frequent failures: a GPU fails
+// every few hours somewhere in the 64-GPU cluster.
+func failureRun(t *testing.T, policy engine.Policy, rem workload.Remediation, spares string) metrics.Result {
+	t.Helper()
+	m, err := ParseFailures("device=0.002,node=0.004,overhead=10m,device-repair=4h,node-repair=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Remediation = rem
+	if m.Spares, err = ParseSpares(spares); err != nil {
+		t.Fatal(err)
+	}
+	in := gangWorkload()
+	for _, j := range in.Jobs {
+		j.CheckpointInterval = 20 * time.Minute
+	}
+	// The sim copies jobs it changes, so the input stays as built.
+	res, _, err := Run(in, Config{Policy: policy, Protocol: Replay, Seed: 7, Clock: fakeClock(), Failures: m})
+	if err != nil {
+		t.Fatal(err) // a bind onto a failed GPU fails to apply and ends here
+	}
+	res.Summary.WallSeconds = 0
+	return res
+}
+
+func TestFailureInjection(t *testing.T) {
+	for _, tc := range []struct {
+		policy engine.Policy
+		rem    workload.Remediation
+		spares string
+	}{{engine.Corral, "", "rack=8"}, {engine.Corral, workload.RestartGang, ""}, {engine.Spread, "", ""}} {
+		t.Run(string(tc.policy)+"+"+string(tc.rem), func(t *testing.T) {
+			a, b := failureRun(t, tc.policy, tc.rem, tc.spares), failureRun(t, tc.policy, tc.rem, tc.spares)
+			if diff := cmp.Diff(a, b); diff != "" {
+				t.Errorf("two seeded runs differ (-first +second):\n%s", diff)
+			}
+			s := a.Summary
+			if s.Failures == 0 || s.JobsRestarted == 0 || s.FailureLostGPUHours <= 0 {
+				t.Errorf("failures %d, restarts %d, lost %.1f GPU-h: the failures hit nothing", s.Failures, s.JobsRestarted, s.FailureLostGPUHours)
+			}
+			if s.JobsCompleted != 60 {
+				t.Errorf("%d of 60 jobs completed (never fit %d, pending %d)", s.JobsCompleted, s.JobsNeverFit, s.JobsStillPending)
+			}
+			if s.GoodputPct <= 0 || s.GoodputPct > 100 {
+				t.Errorf("goodput %.1f%%", s.GoodputPct)
+			}
+		})
+	}
+}
