@@ -13,7 +13,6 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-
 // healthWorld is a cluster of racks r0 and r1 with three 8-GPU nodes each
 // and a running job of 8-GPU pods on the named nodes, in order.
 type healthWorld struct {

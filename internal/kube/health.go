@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
-	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
@@ -140,11 +139,6 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 	w.snap.Suspects = suspectsOf(pods, now)
 	h.suspects.Set(float64(len(w.snap.Suspects)))
 
-	// Running jobs: issue 5's preemption may fill Running too; the adapter
-	// builds it once (see the report to the lead).
-	if len(w.snap.Running) == 0 {
-		w.snap.Running = runningJobs(w)
-	}
 	for i := range w.snap.Pending {
 		pj := &w.snap.Pending[i]
 		if pin, ok := h.pins[pj.Job.ID]; ok && pj.Waiting != nil {
@@ -228,55 +222,6 @@ func suspectsOf(pods []*corev1.Pod, now time.Time) []health.Suspect {
 		out = append(out, health.Suspect{Node: node, Rejections: n, Until: last[node].Add(min(backoff, suspectMaxBackoff))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
-	return out
-}
-
-// runningJobs lists the jobs with bound pods and what each pod holds (the
-// GPUs corral assigned, by the pod's annotation).
-func runningJobs(w *world) []engine.RunningJob {
-	var out []engine.RunningJob
-	for _, kj := range w.jobs {
-		if len(kj.bound) == 0 || kj.invalid != "" {
-			continue
-		}
-		rj := engine.RunningJob{Job: kj.job}
-		for _, ref := range kj.refs {
-			nodeName, ok := kj.bound[ref]
-			if !ok {
-				continue
-			}
-			n, ok := w.state.NodeIndex(nodeName)
-			if !ok {
-				continue
-			}
-			p := kj.pods[ref]
-			if p.DeletionTimestamp != nil {
-				continue // already on its way out: evicting it again would only repeat events
-			}
-			pb := engine.PodBind{Pod: ref, Node: nodeName, NodeIndex: n}
-			for _, id := range strings.Split(p.Annotations[v1alpha1.AnnotationAssignedGPUs], ",") {
-				if k := deviceIndex(w.state.Node(n), strings.TrimSpace(id)); k >= 0 {
-					pb.Alloc.Devices = append(pb.Alloc.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-					pb.Devices = append(pb.Devices, w.state.Node(n).Devices[k].ID)
-				}
-			}
-			if st := p.Status.StartTime; st != nil && (rj.Start.IsZero() || st.Time.Before(rj.Start)) {
-				rj.Start = st.Time
-			}
-			if v := p.Annotations[v1alpha1.AnnotationLastCheckpoint]; v != "" {
-				if t, err := time.Parse(time.RFC3339, v); err == nil && t.After(rj.LastCheckpoint) {
-					rj.LastCheckpoint = t
-				}
-			}
-			rj.Pods = append(rj.Pods, pb)
-		}
-		if len(rj.Pods) > 0 {
-			if rj.Start.IsZero() {
-				rj.Start = w.snap.Now
-			}
-			out = append(out, rj)
-		}
-	}
 	return out
 }
 

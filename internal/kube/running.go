@@ -48,6 +48,12 @@ func runningJob(kj *kjob, holds map[string]podHold, assumed map[string]assumedPo
 			continue
 		}
 		p := kj.pods[ref]
+		if p.DeletionTimestamp != nil {
+			// Already on its way out (evicted, deleted): preempting or
+			// remediating it again would only repeat evictions and events.
+			// Its capacity stays taken in the state until it is gone.
+			continue
+		}
 		pb := engine.PodBind{Pod: ref, Node: node, NodeIndex: -1}
 		if h, ok := holds[string(p.UID)]; ok {
 			pb.NodeIndex, pb.Alloc = h.node, h.alloc
