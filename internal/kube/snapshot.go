@@ -366,6 +366,18 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 				}
 			}
 		}
+		// A failed device is out of the capacity already: charging it would
+		// fail, yet the pod still holds it, and remediation must see that.
+		var failed []cluster.DeviceShare
+		healthy := a.Devices[:0:0]
+		for _, d := range a.Devices {
+			if d.MIG.IsSet() || s.DeviceHealthy(h.node, d.Device) {
+				healthy = append(healthy, d)
+			} else {
+				failed = append(failed, d)
+			}
+		}
+		a.Devices = healthy
 		if err := s.Allocate(h.node, a); err != nil {
 			// Overcommitted (the node shrank, or another scheduler placed on
 			// GPUs corral counted): keep what fits, say so.
@@ -376,6 +388,7 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 			_ = s.Allocate(h.node, a)
 		}
 		uid := string(h.pod.UID)
+		a.Devices = append(a.Devices, failed...)
 		a.Devices = append(a.Devices, claimHolds[uid].Devices...)
 		holds[uid] = podHold{node: h.node, alloc: a}
 	}

@@ -87,6 +87,10 @@ func TestFailedGPUReplacesTheRankInItsRack(t *testing.T) {
 	// The other rank stays where it was.
 	other, err := c.Client.CoreV1().Pods(ns).Get(ctx, pods[1].Name, metav1.GetOptions{})
 	if err != nil || other.UID != pods[1].UID || other.Spec.NodeName != pods[1].Spec.NodeName {
+		evs, _ := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		for _, e := range evs.Items {
+			t.Logf("EVENT %s %s %s: %s", e.InvolvedObject.Name, e.Reason, e.Source.Component, e.Message)
+		}
 		t.Fatalf("the healthy rank was disturbed: %v %+v", err, other.Spec.NodeName)
 	}
 
