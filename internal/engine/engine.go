@@ -186,10 +186,13 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	// Health step (issue 7), first: failed capacity is out and the ranks
 	// that replace failed ones are placed before anyone else.
 	hc := e.healthStep(s, view, placer, &plan)
+	s = withoutEvicted(s, plan.Evictions)
 	// Backfill step (issue 6), before anything is placed: jobs past their
 	// max runtime leave, and the pools held for job classes are resolved.
 	bf := newBackfiller(e.cfg.Backfill, e.cfg.Policy, s, view)
 	bf.enforceMaxRuntime(&plan)
+	// The backfiller keeps its own account of the jobs it stopped.
+	s = withoutEvicted(s, plan.Evictions)
 	bf.resolvePools(&plan)
 	failed := map[string]Reason{}
 	// Queues (issue 5): resolve every job's leaf queue, usage, demand and
@@ -348,6 +351,37 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		plan.Retry = room.retry
 	}
 	return plan
+}
+
+// withoutEvicted is the snapshot with the pods this plan already evicts
+// taken out of its running jobs, so that no later step (max runtime,
+// preemption, reclaim, shrinking) picks them again: evicting a pod twice in
+// one plan would fail the second time in every driver.
+func withoutEvicted(s *Snapshot, evs []Eviction) *Snapshot {
+	if len(evs) == 0 {
+		return s
+	}
+	gone := map[workload.PodRef]bool{}
+	for _, ev := range evs {
+		for _, p := range ev.Pods {
+			gone[p] = true
+		}
+	}
+	out := *s
+	out.Running = make([]RunningJob, 0, len(s.Running))
+	for _, rj := range s.Running {
+		kept := rj
+		kept.Pods = nil
+		for _, p := range rj.Pods {
+			if !gone[p.Pod] {
+				kept.Pods = append(kept.Pods, p)
+			}
+		}
+		if len(kept.Pods) > 0 {
+			out.Running = append(out.Running, kept)
+		}
+	}
+	return &out
 }
 
 // podByPod is the baselines' path: each waiting pod on its own, no gang.

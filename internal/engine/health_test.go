@@ -415,3 +415,34 @@ func TestGangSpanningRacksKeepsItsReplacementInItsRacks(t *testing.T) {
 		t.Errorf("remediation (-want +got):\n%s", diff)
 	}
 }
+
+// TestNoPodEvictedTwiceInOnePlan: a preemptible gang loses a GPU while a
+// higher-priority job waits for room. Remediation evicts the failed rank
+// (its rack has a free node for the replacement); preemption then takes the
+// rest of the gang, but never again the pod remediation already evicted (a
+// driver fails evicting a pod twice).
+func TestNoPodEvictedTwiceInOnePlan(t *testing.T) {
+	victim := build.Job("victim").Pods(2).GPUs(8).Preemptible().Obj()
+	w := newHealthWorld(t, victim, "r0-n-0", "r0-n-1")
+	for _, n := range []string{"r1-n-0", "r1-n-1", "r1-n-2"} {
+		w.fillNode(t, n)
+	}
+	f := w.failDevice(t, "r0-n-0", 2)
+	// The free node r0-n-2 is held for the replacement rank, so hi can
+	// only get room by preempting the victim gang as a whole.
+	hi := build.Job("hi").GPUs(8).Priority(100).Submit(t0.Unix()).Obj()
+	p := New(Config{}).Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Pending: pendingOf(hi),
+		Failures: []health.Failure{f}, Now: t0.Add(time.Hour)})
+	seen := map[workload.PodRef]EvictionCause{}
+	for _, ev := range p.Evictions {
+		for _, ref := range ev.Pods {
+			if c, twice := seen[ref]; twice {
+				t.Fatalf("pod %s evicted twice: %s, then %s", ref, c, ev.Cause)
+			}
+			seen[ref] = ev.Cause
+		}
+	}
+	if len(seen) != 2 || !outcomeOf(p, "hi").Placed {
+		t.Fatalf("want both ranks evicted once and hi placed; evicted %v, pending %+v", seen, p.Pending)
+	}
+}
