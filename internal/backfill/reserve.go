@@ -89,6 +89,11 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 	if mask == 0 {
 		mask = cluster.AllModels
 	}
+	if len(rel) == 0 && (!mayFit(s, top, need, mask) || !placement.MayHold(s, g)) {
+		// Nothing will be released and the room is not there now (blocked
+		// nodes only take more away): no start, and no copy of the state.
+		return Slot{}, false
+	}
 	future := s.Clone()
 	if blocked != nil {
 		// Blocked nodes offer nothing now either.
