@@ -81,8 +81,9 @@ type Summary struct {
 	// Failures (replay with failure injection). GoodputPct is the work of
 	// completed jobs (GPUs × runtime) / GPU time allocated, in %.
 	// FailureLostGPUHours is what failures cost: work rolled back to the
-	// last checkpoint, restart overhead, and GPUs a paused gang held idle
-	// while its failed ranks were replaced (the three parts follow).
+	// last checkpoint, restart overhead, GPUs a paused gang held idle
+	// while its failed ranks were replaced, and GPUs a gang held hung on a
+	// failed node before the failure was acted on (the four parts follow).
 	// Recovery is the time from a failure to the job running whole again.
 	Failures                int     `json:"failures,omitempty"`
 	GoodputPct              float64 `json:"goodput_pct,omitempty"`
@@ -91,6 +92,7 @@ type Summary struct {
 	FailureRollbackGPUHours float64 `json:"failure_rollback_gpu_hours,omitempty"`
 	FailureOverheadGPUHours float64 `json:"failure_overhead_gpu_hours,omitempty"`
 	FailureIdleGPUHours     float64 `json:"failure_idle_gpu_hours,omitempty"`
+	FailureHungGPUHours     float64 `json:"failure_hung_gpu_hours,omitempty"`
 	Recoveries              int     `json:"recoveries,omitempty"`
 	// Remediations counts the engine's decisions on jobs hit by failures,
 	// by action (RestartGang, ReplaceRanks, WaitForRepair).

@@ -130,6 +130,7 @@ func failureColumns() []column {
 		num("rollback\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureRollbackGPUHours }),
 		num("overhead\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureOverheadGPUHours }),
 		num("held idle\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureIdleGPUHours }),
+		num("hung\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureHungGPUHours }),
 		dur("recovery\nmean", func(s metrics.Summary) float64 { return s.RecoveryMeanS }),
 		dur("recovery\np95", func(s metrics.Summary) float64 { return s.RecoveryP95S }),
 	}

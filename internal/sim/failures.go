@@ -37,17 +37,38 @@ var Llama3 = FailureModel{
 	NodePerHour:     (1 - llama3DeviceShare) * llama3Interruptions / llama3GPUHours * llama3GPUsPerHost,
 	DeviceRepair:    12 * time.Hour,
 	NodeRepair:      2 * time.Hour,
+	NodeDetect:      DefaultNodeDetect,
 	Scale:           1,
 	ReplaceOverhead: -1,
 }
+
+// DefaultNodeDetect is how long a dead node goes unnoticed: the
+// kube-controller-manager's node-monitor-grace-period (50 s by default
+// since Kubernetes 1.32), after which the node is NotReady.
+const DefaultNodeDetect = 50 * time.Second
+
+// KubeEvictAfter is how long Kubernetes by itself leaves the pods of a
+// NotReady or unreachable node in place: the DefaultTolerationSeconds
+// admission plugin gives every pod a 300 s toleration of the
+// node.kubernetes.io/not-ready and unreachable NoExecute taints, and only
+// then does taint-based eviction remove them so that a Job controller can
+// restart the job. corral remediates at NotReady (docs/health.md).
+const KubeEvictAfter = 300 * time.Second
 
 // FailureModel injects device and node failures into a replay.
 type FailureModel struct {
 	// DevicePerHour is each GPU's failure rate; NodePerHour each node's.
 	DevicePerHour, NodePerHour float64
 	// DeviceRepair and NodeRepair is how long a failed device or node stays
-	// out before it comes back.
+	// out before it comes back; a node's repair starts when it is acted on.
 	DeviceRepair, NodeRepair time.Duration
+	// NodeDetect is the time from a node's death to its NotReady, and
+	// EvictAfter the time from NotReady to the removal of its pods (0 for
+	// corral, KubeEvictAfter for what Kubernetes does by itself). The
+	// scheduler learns of a node failure after both; a device failure is
+	// reported at once by the node's health agent. Meanwhile a gang that
+	// lost a rank is hung: it holds its GPUs and makes no progress.
+	NodeDetect, EvictAfter time.Duration
 	// Scale multiplies both rates, so that a short run sees enough failures.
 	Scale float64
 	// RestartOverhead is given to jobs that declare none: the time a
@@ -70,7 +91,8 @@ type FailureModel struct {
 // device, node (failures per hour per GPU and per node), device-repair,
 // node-repair, scale, overhead (a whole restart's, for jobs declaring
 // none), replace-overhead (a gang resumed after ReplaceRanks; default: the
-// same as a whole restart).
+// same as a whole restart), node-detect (default 50s), evict-after
+// (default 0; "kube" is Kubernetes' own 300s).
 func ParseFailures(spec string) (*FailureModel, error) {
 	if spec == "" || spec == "off" {
 		return nil, nil
@@ -83,7 +105,7 @@ func ParseFailures(spec string) (*FailureModel, error) {
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, fmt.Errorf("failures: bad item %q: want llama3 or key=value (device, node, device-repair, node-repair, scale, overhead, replace-overhead)", kv)
+			return nil, fmt.Errorf("failures: bad item %q: want llama3 or key=value (device, node, device-repair, node-repair, scale, overhead, replace-overhead, node-detect, evict-after)", kv)
 		}
 		var err error
 		switch k {
@@ -101,9 +123,13 @@ func ParseFailures(spec string) (*FailureModel, error) {
 			default:
 				m.Scale = f
 			}
-		case "device-repair", "node-repair", "overhead", "replace-overhead":
+		case "device-repair", "node-repair", "overhead", "replace-overhead", "node-detect", "evict-after":
 			var d time.Duration
-			d, err = time.ParseDuration(v)
+			if k == "evict-after" && v == "kube" {
+				d = KubeEvictAfter
+			} else {
+				d, err = time.ParseDuration(v)
+			}
 			if err == nil && d < 0 {
 				err = fmt.Errorf("must not be negative")
 			}
@@ -114,6 +140,10 @@ func ParseFailures(spec string) (*FailureModel, error) {
 				m.NodeRepair = d
 			case "replace-overhead":
 				m.ReplaceOverhead = d
+			case "node-detect":
+				m.NodeDetect = d
+			case "evict-after":
+				m.EvictAfter = d
 			default:
 				m.RestartOverhead = d
 			}
@@ -154,12 +184,15 @@ type injector struct {
 	rate    float64 // total failures per hour
 	active  bool    // a next failure is scheduled
 	failed  map[[2]int]health.Failure
+	// seenAt is when the scheduler learns of each failure (node failures
+	// go unnoticed for NodeDetect + EvictAfter).
+	seenAt  map[[2]int]time.Time
 	repairs int // repairs outstanding
 }
 
 func newInjector(s *cluster.State, m FailureModel, seed int64) *injector {
 	in := &injector{m: m, rng: rand.New(rand.NewPCG(uint64(seed), 0x6661696c)), // "fail"
-		nodes: s.NumNodes(), failed: map[[2]int]health.Failure{}}
+		nodes: s.NumNodes(), failed: map[[2]int]health.Failure{}, seenAt: map[[2]int]time.Time{}}
 	for n := 0; n < s.NumNodes(); n++ {
 		for k := range s.Node(n).Devices {
 			in.devices = append(in.devices, [2]int{n, k})
@@ -184,11 +217,14 @@ func (in *injector) draw() (node, dev int) {
 	return in.rng.IntN(in.nodes), -1
 }
 
-// records lists what is failed now, in node and device order.
-func (in *injector) records() []health.Failure {
+// records lists what is failed and known to the scheduler at now, in node
+// and device order.
+func (in *injector) records(now time.Time) []health.Failure {
 	keys := make([][2]int, 0, len(in.failed))
 	for k := range in.failed {
-		keys = append(keys, k)
+		if !in.seenAt[k].After(now) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i][0] != keys[j][0] {
@@ -237,19 +273,28 @@ func (r *replay) injectFailure(now time.Time) {
 	_, nodeDown := in.failed[[2]int{n, -1}]
 	if _, down := in.failed[key]; !down && !nodeDown {
 		f := health.Failure{Node: r.state.Node(n).Name, Since: now}
-		repairIn := in.m.NodeRepair
+		seen, repairAt := now, now.Add(in.m.DeviceRepair)
 		if k >= 0 {
 			f.Device, f.Reason = r.state.Node(n).Devices[k].ID, "injected device failure"
-			repairIn = in.m.DeviceRepair
 			r.state.SetDeviceHealth(n, k, false)
 		} else {
 			f.Reason = "injected node failure"
+			// Nothing new lands on it from now (a simplification: a real
+			// scheduler keeps placing there until NotReady).
 			r.state.SetSchedulable(n, false)
+			seen = now.Add(in.m.NodeDetect + in.m.EvictAfter)
+			repairAt = seen.Add(in.m.NodeRepair)
 		}
 		in.failed[key] = f
+		in.seenAt[key] = seen
 		in.repairs++
 		r.res.Summary.Failures++
-		heap.Push(&r.events, event{at: now.Add(repairIn), kind: evRepair, seq: r.seq, node: n, dev: k})
+		r.hang(n, k, now)
+		if seen.After(now) {
+			heap.Push(&r.events, event{at: seen, kind: evDetect, seq: r.seq, dev: -1})
+			r.seq++
+		}
+		heap.Push(&r.events, event{at: repairAt, kind: evRepair, seq: r.seq, node: n, dev: k})
 		r.seq++
 	}
 	in.active = false
@@ -263,10 +308,12 @@ func (r *replay) injectFailure(now time.Time) {
 
 // repair brings a device or node back. A pod still holding a repaired
 // device (a job waiting for repair) takes its share again.
-func (r *replay) repair(n, k int) {
+func (r *replay) repair(n, k int, now time.Time) {
 	in := r.inj
 	delete(in.failed, [2]int{n, k})
+	delete(in.seenAt, [2]int{n, k})
 	in.repairs--
+	r.resumeRepaired(n, k, now)
 	if k < 0 {
 		r.state.SetSchedulable(n, true)
 		return
@@ -287,6 +334,110 @@ func (r *replay) repair(n, k int) {
 			}
 		}
 	}
+}
+
+// hang stops the progress of every running gang that the failure of node
+// n (k < 0) or of its device k leaves below its gang minimum: its ranks
+// there crashed or hang, and the rest wait in a collective. It holds its
+// GPUs until the scheduler acts (remediation) or the failure is repaired.
+func (r *replay) hang(n, k int, now time.Time) {
+	for _, i := range r.running {
+		jr := r.jobs[i]
+		if !jr.hungAt.IsZero() {
+			continue
+		}
+		broken := 0
+		for _, b := range jr.bound {
+			if b.NodeIndex == n && (k < 0 || holdsDevice(b.Alloc, k)) {
+				broken++
+			}
+		}
+		if broken == 0 || len(jr.bound)-broken >= jr.job.GangMin() {
+			continue
+		}
+		jr.hungAt = now
+		for _, b := range jr.bound {
+			r.useful -= b.Alloc.GPUMilli()
+		}
+		jr.epoch++ // the run's end and max-runtime wake no longer hold
+	}
+}
+
+func holdsDevice(a cluster.Alloc, k int) bool {
+	for _, d := range a.Devices {
+		if d.Device == k {
+			return true
+		}
+	}
+	return false
+}
+
+// unhang ends a job's hang when it is evicted: the GPU time it held hung is
+// a failure's cost of its own, returned so that the caller does not count
+// it as rolled-back work as well.
+func (r *replay) unhang(jr *jobRun, now time.Time) time.Duration {
+	if jr.hungAt.IsZero() {
+		return 0
+	}
+	hung := max(0, now.Sub(jr.hungAt))
+	r.fail.hung += jr.job.GPUs() * hung.Seconds()
+	jr.hungAt = time.Time{}
+	return hung
+}
+
+// resumeRepaired restarts in place the hung gangs that waited for what was
+// just repaired (WaitForRepair, or a repair quicker than the scheduler): if
+// nothing else they hold is still failed, their processes reload the last
+// checkpoint on the same pods.
+func (r *replay) resumeRepaired(n, k int, now time.Time) {
+	for _, i := range r.running {
+		jr := r.jobs[i]
+		if jr.hungAt.IsZero() || !r.holdsOnly(jr, n, k) {
+			continue
+		}
+		saved, lost := r.progress(jr, now)
+		failedAt := jr.hungAt
+		hung := r.unhang(jr, now)
+		jr.workDone += saved
+		r.res.Summary.GPUHoursLost += jr.job.GPUs() * lost.Hours()
+		r.fail.lostWork += r.failureLoss(jr, lost-hung)
+		r.res.Summary.JobsRestarted++
+		jr.restarts++
+		jr.epoch++
+		jr.start, jr.failedAt = now, failedAt
+		r.recovered(jr, now)
+		jr.runOverhead = jr.job.RestartOverhead
+		r.fail.overhead += jr.job.GPUs() * jr.runOverhead.Seconds()
+		jr.overheadCounted = true
+		for _, b := range jr.bound {
+			r.useful += b.Alloc.GPUMilli()
+		}
+		jr.frac, jr.segDone, jr.segStart = podShare(jr), 0, now.Add(jr.runOverhead)
+		r.scheduleFinish(jr)
+		if mr := jr.job.MaxRuntime; mr > 0 {
+			r.push(now.Add(mr), evWake, i)
+		}
+	}
+}
+
+// holdsOnly reports whether the job has pods on node n's device k (or on
+// node n, k < 0) and on no other failed node or device.
+func (r *replay) holdsOnly(jr *jobRun, n, k int) bool {
+	hit := false
+	for _, b := range jr.bound {
+		if _, down := r.inj.failed[[2]int{b.NodeIndex, -1}]; down {
+			return false
+		}
+		for _, d := range b.Alloc.Devices {
+			if _, down := r.inj.failed[[2]int{b.NodeIndex, d.Device}]; down {
+				return false
+			}
+		}
+		if b.NodeIndex == n && (k < 0 || holdsDevice(b.Alloc, k)) {
+			hit = true
+		}
+	}
+	return hit
 }
 
 // restartInjector resumes the failure process when work arrives after it
@@ -342,7 +493,8 @@ func (r *replay) summariseFailures() {
 	if r.inj == nil {
 		return
 	}
-	s.FailureLostGPUHours = (r.fail.lostWork + r.fail.overhead + r.fail.idleHeld) / 3600
+	s.FailureLostGPUHours = (r.fail.lostWork + r.fail.overhead + r.fail.idleHeld + r.fail.hung) / 3600
+	s.FailureHungGPUHours = r.fail.hung / 3600
 	s.FailureRollbackGPUHours = r.fail.lostWork / 3600
 	s.FailureIdleGPUHours = r.fail.idleHeld / 3600
 	s.FailureOverheadGPUHours = r.fail.overhead / 3600

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -80,5 +81,54 @@ func TestFailureInjection(t *testing.T) {
 				t.Errorf("goodput %.1f%%", s.GoodputPct)
 			}
 		})
+	}
+}
+
+// TestNodeFailuresHangGangsUntilActedOn: a dead node's gangs hold their
+// GPUs without progress until the scheduler acts. Acting at NotReady costs
+// less than waiting out Kubernetes' 300 s toleration, and a gang told to
+// wait for repair resumes in place when the node comes back.
+func TestNodeFailuresHangGangsUntilActedOn(t *testing.T) {
+	run := func(spec string, rem workload.Remediation) metrics.Summary {
+		t.Helper()
+		m, err := ParseFailures("device=0,node=0.01,overhead=10m,node-repair=1h," + spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Remediation = rem
+		in := gangWorkload()
+		for _, j := range in.Jobs {
+			j.CheckpointInterval = 20 * time.Minute
+		}
+		res, _, err := Run(in, Config{Policy: engine.Corral, Protocol: Replay, Seed: 11, Clock: fakeClock(), Failures: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := res.Summary
+		if s.JobsCompleted != 60 {
+			t.Fatalf("%s: %d of 60 jobs completed", spec, s.JobsCompleted)
+		}
+		return s
+	}
+	atOnce := run("node-detect=0", workload.RestartGang)
+	notReady := run("node-detect=50s", workload.RestartGang)
+	kube := run("node-detect=50s,evict-after=kube", workload.RestartGang)
+	if atOnce.Failures == 0 || atOnce.FailureHungGPUHours != 0 {
+		t.Errorf("acting at once: %d failures, %.2f GPU-h hung, want some failures and none hung", atOnce.Failures, atOnce.FailureHungGPUHours)
+	}
+	if !(notReady.FailureHungGPUHours > 0 && kube.FailureHungGPUHours > 3*notReady.FailureHungGPUHours) {
+		t.Errorf("hung GPU-h: %.2f at NotReady, %.2f after the 300 s toleration: want more than 3× as much (350 s against 50 s)",
+			notReady.FailureHungGPUHours, kube.FailureHungGPUHours)
+	}
+	if kube.RecoveryMeanS <= notReady.RecoveryMeanS {
+		t.Errorf("recovery %.0f s with the toleration, %.0f s at NotReady: waiting must take longer", kube.RecoveryMeanS, notReady.RecoveryMeanS)
+	}
+	if want := kube.FailureRollbackGPUHours + kube.FailureOverheadGPUHours + kube.FailureIdleGPUHours + kube.FailureHungGPUHours; math.Abs(kube.FailureLostGPUHours-want) > 1e-6 {
+		t.Errorf("lost %.3f GPU-h is not the sum of its parts %.3f", kube.FailureLostGPUHours, want)
+	}
+	wait := run("node-detect=50s", workload.WaitForRepair)
+	if wait.FailureHungGPUHours <= notReady.FailureHungGPUHours {
+		t.Errorf("waiting for repair hung %.2f GPU-h, restarting %.2f: a gang waiting for its node holds its GPUs longer",
+			wait.FailureHungGPUHours, notReady.FailureHungGPUHours)
 	}
 }

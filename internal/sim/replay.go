@@ -28,6 +28,8 @@ const (
 	evRecycle
 	evRepair // a failed device or node comes back
 	evFail   // the failure process: something fails, the next failure is drawn
+	// evDetect runs a cycle when the scheduler learns of a node failure.
+	evDetect
 )
 
 type event struct {
@@ -98,6 +100,10 @@ type jobRun struct {
 	paused   bool
 	pin      engine.Pin
 	failedAt time.Time // when a failure last stopped it; zero once running again
+	// hungAt is when a failure broke the running gang while the scheduler
+	// did not know yet (or chose to wait for repair): from then on it holds
+	// its GPUs without progress. Zero when not hung.
+	hungAt time.Time
 	// overheadCounted: this run's restart overhead is already in the
 	// failure figures, so a later rollback must not count it again.
 	overheadCounted bool
@@ -150,6 +156,7 @@ type failureStats struct {
 	lostWork   float64 // GPU-seconds rolled back to checkpoints by failures
 	overhead   float64 // GPU-seconds of restart overhead after failures
 	idleHeld   float64 // GPU-seconds paused gangs held idle
+	hung       float64 // GPU-seconds gangs held hung on a failure
 	recoveries []float64
 }
 
@@ -216,8 +223,10 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []qu
 			case evFail:
 				r.injectFailure(now)
 				health = true
+			case evDetect:
+				health = true
 			case evRepair:
-				r.repair(e.node, e.dev)
+				r.repair(e.node, e.dev, now)
 			}
 			changed = true
 		}
@@ -306,7 +315,7 @@ func (r *replay) sample(now time.Time) {
 func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
 	if r.inj != nil {
-		snap.Failures = r.inj.records()
+		snap.Failures = r.inj.records(now)
 		snap.Spares = r.inj.m.Spares
 	}
 	for _, i := range r.pending {
@@ -383,7 +392,7 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 			jr.bound[p.Pod] = p
 			r.allocated += p.Alloc.GPUMilli()
 			r.res.Summary.PodsPlaced++
-			if jr.started {
+			if jr.started && jr.hungAt.IsZero() {
 				// An elastic job growing, or a replica back in a running job.
 				r.useful += p.Alloc.GPUMilli()
 			}
@@ -393,9 +402,11 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 		}
 		if jr.started {
 			// Pods joined a running job: an elastic job grew, or replicas
-			// replaced failed ones.
-			r.recovered(jr, now)
-			r.resize(jr, now)
+			// replaced failed ones. A hung job stays hung.
+			if jr.hungAt.IsZero() {
+				r.recovered(jr, now)
+				r.resize(jr, now)
+			}
 		} else if len(jr.bound) >= jr.job.GangMin() {
 			r.startJob(jr, now)
 		} else if !jr.partial {
@@ -563,6 +574,8 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		return fmt.Errorf("plan evicts unknown job %s", ev.Job)
 	}
 	jr := r.jobs[i]
+	// A hung job's GPUs already left the useful count.
+	useful := jr.started && jr.hungAt.IsZero()
 	for _, ref := range ev.Pods {
 		b, ok := jr.bound[ref]
 		if !ok {
@@ -570,7 +583,7 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		}
 		r.state.Release(b.NodeIndex, b.Alloc)
 		r.allocated -= b.Alloc.GPUMilli()
-		if jr.started {
+		if useful {
 			r.useful -= b.Alloc.GPUMilli()
 		}
 		delete(jr.bound, ref)
@@ -583,11 +596,12 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 			b := jr.bound[ref]
 			r.state.Release(b.NodeIndex, b.Alloc)
 			r.allocated -= b.Alloc.GPUMilli()
-			if jr.started {
+			if useful {
 				r.useful -= b.Alloc.GPUMilli()
 			}
 			delete(jr.bound, ref)
 		}
+		r.unhang(jr, now)
 		r.stopRunning(jr)
 		jr.epoch++
 		jr.terminated, jr.finished, jr.end = true, true, now
@@ -598,6 +612,9 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	failure := ev.Cause == engine.CauseFailure
 	if failure && jr.failedAt.IsZero() && jr.started {
 		jr.failedAt = now
+		if !jr.hungAt.IsZero() {
+			jr.failedAt = jr.hungAt // recovery counts from the failure
+		}
 	}
 	if failure && !jr.started && len(jr.bound) == 0 {
 		jr.paused, jr.pin = false, engine.Pin{} // the whole gang starts over
@@ -620,9 +637,11 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		saved, lost := r.progress(jr, now)
 		jr.workDone += saved
 		r.res.Summary.GPUHoursLost += float64(milli) / workload.MilliPerGPU * lost.Hours()
-		r.fail.lostWork += r.failureLoss(jr, lost)
-		for _, b := range jr.bound {
-			r.useful -= b.Alloc.GPUMilli()
+		r.fail.lostWork += r.failureLoss(jr, lost-r.unhang(jr, now))
+		if useful {
+			for _, b := range jr.bound {
+				r.useful -= b.Alloc.GPUMilli()
+			}
 		}
 		r.res.Summary.JobsRestarted++
 		jr.restarts++
@@ -637,11 +656,14 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		b := jr.bound[ref]
 		r.state.Release(b.NodeIndex, b.Alloc)
 		r.allocated -= b.Alloc.GPUMilli()
-		r.useful -= b.Alloc.GPUMilli()
+		if useful {
+			r.useful -= b.Alloc.GPUMilli()
+		}
 		delete(jr.bound, ref)
 	}
 	milli := jr.job.GPUMilli()
 	saved, lost := r.progress(jr, now)
+	hung := r.unhang(jr, now)
 	jr.workDone += saved
 	lostHours := float64(milli) / workload.MilliPerGPU * lost.Hours()
 	r.res.Summary.GPUHoursLost += lostHours
@@ -652,7 +674,7 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 		r.res.Summary.GPUHoursLostConsolidation += lostHours
 	}
 	if failure {
-		r.fail.lostWork += r.failureLoss(jr, lost)
+		r.fail.lostWork += r.failureLoss(jr, lost-hung)
 	}
 	r.res.Summary.JobsRestarted++
 	if ev.Cause == engine.CauseMaxRuntime {
@@ -671,6 +693,9 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 // checkpoints saved (in runtime units) and the wall time thrown away.
 func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration) {
 	ran := now.Sub(jr.start)
+	if !jr.hungAt.IsZero() && jr.hungAt.Before(now) {
+		now = jr.hungAt // a hung gang made no progress since
+	}
 	slow, frac := jr.slow, jr.frac
 	if slow <= 0 {
 		slow = 1
