@@ -221,7 +221,17 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	// gets a reservation before anything is placed, so that no job, whatever
 	// its priority or queue, takes its room unless it ends first.
 	bf.reserveStarved(static, &plan)
+	// Health step: spares released for a job that could never fit beside
+	// them are held again, from what it left, before the next job.
+	var spareReleased []cluster.DomainID
 	for i, more := order.next(); more; i, more = order.next() {
+		if spareReleased != nil {
+			if hc.holds != nil {
+		hc.holds.Rehold(view, spareReleased)
+		plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
+	}
+			spareReleased = nil
+		}
 		pj := s.Pending[i]
 		if hc.handled[pj.Job.ID] {
 			continue
@@ -277,6 +287,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Stats.ShapeCacheHits++
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue
+		}
+		if hc.holds.Crowds(view, max(0, view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs())) {
+			spareReleased = hc.holds.ReleaseAll(view)
 		}
 		res := placer.PlaceGang(gang)
 		if res.Failure != nil && pj.Waiting == nil && pj.Job.GangMin() < len(pods) {
@@ -337,6 +350,10 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
 		bf.placed(pj.Job, gb, &plan)
+	}
+	if hc.holds != nil {
+		hc.holds.Rehold(view, spareReleased)
+		plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
 	}
 	// Queue status (issue 5): every queue's standing after the cycle.
 	if qs != nil {

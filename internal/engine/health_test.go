@@ -446,3 +446,32 @@ func TestNoPodEvictedTwiceInOnePlan(t *testing.T) {
 		t.Fatalf("want both ranks evicted once and hi placed; evicted %v, pending %+v", seen, p.Pending)
 	}
 }
+
+// TestSparesGiveWayToJobsThatNeedThem: a job that could never fit beside a
+// rack's spare (it needs the whole rack) may use it; smaller jobs may not.
+func TestSparesGiveWayToJobsThatNeedThem(t *testing.T) {
+	spares := []health.Spare{{Level: "rack", GPUs: 8}}
+	for _, tc := range []struct {
+		name      string
+		job       *workload.Job
+		wantNodes int
+		wantHeld  int // spare GPUs held after the cycle
+	}{
+		{"a whole-rack gang uses its rack's spare", build.Job("w").Pods(3).GPUs(8).Required("rack").Obj(), 3, 8},
+		{"a smaller gang leaves the spare alone", build.Job("s").Pods(2).GPUs(8).Required("rack").Obj(), 2, 16},
+		{"a gang bigger than any rack never fits either way", build.Job("b").Pods(4).GPUs(8).Required("rack").Obj(), 0, 16},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(2, 3))
+			p := New(Config{Policy: Corral}).Cycle(&Snapshot{State: s, Spares: spares, Now: t0,
+				Pending: []PendingJob{{Job: tc.job}}})
+			got := outcomeOf(p, tc.job.ID)
+			if len(got.Nodes) != tc.wantNodes {
+				t.Errorf("placed on %v, want %d nodes (pending: %+v)", got.Nodes, tc.wantNodes, p.Pending)
+			}
+			if p.Stats.SpareGPUsHeld != tc.wantHeld {
+				t.Errorf("spare GPUs held %d, want %d", p.Stats.SpareGPUsHeld, tc.wantHeld)
+			}
+		})
+	}
+}

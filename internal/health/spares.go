@@ -173,3 +173,49 @@ func (h *Holds) HeldGPUs() int {
 	}
 	return n
 }
+
+// Crowds reports whether a job of gpus whole GPUs, required inside one
+// domain of level lv (0: the cluster), could never fit beside the spares:
+// every domain big enough for it is too small once the spares wanted
+// inside it are taken out. Such a job may use the spares (ReleaseAll),
+// since holding them would starve it for good; while it runs its domain
+// simply has no free spare.
+func (h *Holds) Crowds(view *cluster.State, lv, gpus int) bool {
+	if h == nil || len(h.holds) == 0 || gpus <= 0 || lv < 0 {
+		return false
+	}
+	fitsSomewhere := false
+	for _, d := range view.DomainsAt(lv) {
+		capacity := view.DomainCapacityGPUs(d, cluster.AllModels)
+		if gpus > capacity {
+			continue
+		}
+		fitsSomewhere = true
+		dom := view.Domain(d)
+		spare := 0
+		for x, n := range h.want {
+			if in := view.Domain(x); in.Lo >= dom.Lo && in.Hi <= dom.Hi {
+				spare += n
+			}
+		}
+		if gpus <= capacity-spare {
+			return false
+		}
+	}
+	return fitsSomewhere
+}
+
+// ReleaseAll gives every held spare back to the view and returns the
+// domains to hold again afterwards (Rehold).
+func (h *Holds) ReleaseAll(view *cluster.State) []cluster.DomainID {
+	if h == nil {
+		return nil
+	}
+	released := map[cluster.DomainID]int{}
+	for _, x := range h.holds {
+		view.Release(x.node, x.alloc)
+		released[x.domain]++
+	}
+	h.holds = h.holds[:0]
+	return sortedDomains(released)
+}
