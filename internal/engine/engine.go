@@ -227,9 +227,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	for i, more := order.next(); more; i, more = order.next() {
 		if spareReleased != nil {
 			if hc.holds != nil {
-		hc.holds.Rehold(view, spareReleased)
-		plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
-	}
+				hc.holds.Rehold(view, spareReleased)
+				plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
+			}
 			spareReleased = nil
 		}
 		pj := s.Pending[i]
