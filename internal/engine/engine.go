@@ -226,10 +226,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	var spareReleased []cluster.DomainID
 	for i, more := order.next(); more; i, more = order.next() {
 		if spareReleased != nil {
-			if hc.holds != nil {
-				hc.holds.Rehold(view, spareReleased)
-				plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
-			}
+			hc.holds.Rehold(view, spareReleased)
 			spareReleased = nil
 		}
 		pj := s.Pending[i]
