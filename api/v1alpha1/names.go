@@ -117,6 +117,12 @@ const (
 	AnnotationRemediation = "corral.dev/remediation"
 	// AnnotationRepairWait bounds WaitForRepair (a Go duration, e.g. "30m").
 	AnnotationRepairWait = "corral.dev/repair-wait"
+	// AnnotationReplaceWithin is written by corral on the healthy pods of a
+	// gang whose failed ranks it is replacing: "<level>/<domain>", e.g.
+	// "rack/r07", the domain the replacements must join. It outlives a
+	// scheduler restart; corral reads it only while every bound pod of the
+	// gang is still inside that domain.
+	AnnotationReplaceWithin = "corral.dev/replace-within"
 	// ConditionGPUHealthy is a Node condition a health agent sets: status
 	// False means the node's GPUs failed (the message says why); corral
 	// treats the node as failed until it is True again.

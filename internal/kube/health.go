@@ -141,8 +141,16 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 
 	for i := range w.snap.Pending {
 		pj := &w.snap.Pending[i]
-		if pin, ok := h.pins[pj.Job.ID]; ok && pj.Waiting != nil {
+		if pj.Waiting == nil {
+			continue
+		}
+		if pin, ok := h.pins[pj.Job.ID]; ok {
 			pj.Within = pin
+		} else if kj := w.byID[pj.Job.ID]; kj != nil {
+			// After a restart: the pin recorded on the gang's pods.
+			if pin, ok := pinFromPods(st, kj); ok {
+				pj.Within, h.pins[pj.Job.ID] = pin, pin
+			}
 		}
 	}
 	for id := range h.pins {
@@ -250,7 +258,11 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 		}
 		h.remediations.WithLabelValues(string(r.Action)).Inc()
 		if r.Action == workload.ReplaceRanks {
-			h.pins[r.Job] = engine.Pin{Level: r.Level, Domain: r.Domain}
+			pin := engine.Pin{Level: r.Level, Domain: r.Domain}
+			h.pins[r.Job] = pin
+			if kj := w.byID[r.Job]; kj != nil {
+				s.persistPin(ctx, kj, pin, r.Pods)
+			}
 		}
 		for _, f := range r.Failed {
 			key := f.Node + "/" + f.Device

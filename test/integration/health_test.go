@@ -93,6 +93,16 @@ func TestFailedGPUReplacesTheRankInItsRack(t *testing.T) {
 		}
 		t.Fatalf("the healthy rank was disturbed: %v %+v", err, other.Spec.NodeName)
 	}
+	// The replacement's rack is recorded on the healthy rank, for a
+	// scheduler that restarts before the replacement arrives.
+	eventually(t, 30*time.Second, "the pin recorded on the healthy rank", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, pods[1].Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := p.Annotations[v1alpha1.AnnotationReplaceWithin]
+		return got == "rack/r0", "annotation " + got
+	})
 
 	// Its owner recreates the pod, as a Job or JobSet controller would.
 	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, gangPod(0), metav1.CreateOptions{}); err != nil {

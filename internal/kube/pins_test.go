@@ -1,0 +1,56 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// TestPinFromPods: after a scheduler restart the replacement pin comes back
+// from the healthy pods' annotation, unless it no longer holds them.
+func TestPinFromPods(t *testing.T) {
+	st := build.State(build.Topo("rack"), build.Racks(2, 3))
+	gang := func(annotation string, nodes ...string) *kjob {
+		kj := &kjob{pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
+		for i, n := range append(nodes, "") { // the last pod waits for its replacement
+			ref := workload.PodRef{Index: i}
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}}}
+			if n != "" {
+				p.Spec.NodeName = n
+				kj.bound[ref] = n
+				if annotation != "" {
+					p.Annotations[v1alpha1.AnnotationReplaceWithin] = annotation
+				}
+			}
+			kj.refs = append(kj.refs, ref)
+			kj.pods[ref] = p
+		}
+		return kj
+	}
+	for _, tc := range []struct {
+		name string
+		kj   *kjob
+		want engine.Pin
+		ok   bool
+	}{
+		{"pin holding every bound pod", gang("rack/r0", "r0-n-0", "r0-n-1"), engine.Pin{Level: "rack", Domain: "r0"}, true},
+		{"stale: the gang runs elsewhere now", gang("rack/r0", "r1-n-0", "r1-n-1"), engine.Pin{}, false},
+		{"stale: the gang spans racks", gang("rack/r0", "r0-n-0", "r1-n-1"), engine.Pin{}, false},
+		{"unknown level", gang("row/r0", "r0-n-0"), engine.Pin{}, false},
+		{"malformed", gang("r0", "r0-n-0"), engine.Pin{}, false},
+		{"no annotation", gang("", "r0-n-0"), engine.Pin{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := pinFromPods(st, tc.kj)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("pinFromPods = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
