@@ -65,7 +65,7 @@ func buildGrid(c *comparison) grid {
 	}
 	if failureRecorded(c) {
 		g.Sections = append(g.Sections, fill(c, "Failures", failureColumns()))
-		g.Notes = append(g.Notes, "lost GPU-h: work rolled back to checkpoints + restart overhead + GPUs held idle while failed ranks were replaced; recovery: failure to the job running whole again.")
+		g.Notes = append(g.Notes, "lost GPU-h: work rolled back to checkpoints + restart overhead + GPUs held idle while failed ranks were replaced + GPUs held hung until the failure was acted on; recovery: failure to the job running whole again.")
 	}
 	if multi {
 		g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
