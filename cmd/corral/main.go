@@ -32,7 +32,7 @@ and trace and writes a report.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimCmd(), newSchedulerCmd(), newExplainCmd(), newBenchCmd(), newDevCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newSchedulerCmd(), newExplainCmd(), newBenchCmd(), newCompareCmd(), newDevCmd(), newVersionCmd())
 	return root
 }
 
