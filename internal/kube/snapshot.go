@@ -313,9 +313,14 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 				continue
 			}
 			if k := deviceIndex(s.Node(n), r.Device); k >= 0 {
-				if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
-					warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
-					continue
+				// A tainted (failed) device is out of the capacity already:
+				// charging it would fail, yet the claim still holds it, and
+				// remediation must find its pods on it.
+				if s.DeviceHealthy(n, k) {
+					if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
+						warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
+						continue
+					}
 				}
 				// The claim's devices belong to the pods it is reserved for.
 				for _, rf := range cl.Status.ReservedFor {
