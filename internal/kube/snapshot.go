@@ -40,6 +40,8 @@ type world struct {
 	levelLabels []string
 	// queues is what the Queue objects say this cycle.
 	queues *queueSet
+	// holds is what each bound pod holds (by UID), terminating ones too.
+	holds map[string]podHold
 }
 
 type resumeBind struct {
@@ -169,6 +171,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	claims := c.listClaims()
 	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
 	w.warnings = append(w.warnings, warns...)
+	w.holds = holds
 
 	// The DRA inventory: counters used by allocated devices, and devices
 	// whose counters are used up taken out of the free capacity.

@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
 
@@ -94,7 +97,7 @@ func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	expectNothingBoundTo(t, c, deadNode)
 	expectNodeNotReady(t, c, deadNode)
 
-	expectFailureEvents(t, c, victim.Name, deadNode, deadNode, "NotReady")
+	expectFailureEvents(t, c, victim.Name, deadNode, deadNode, "NotReady", "replacing 1 of 2 pods in rack r0")
 }
 
 // setNodeNotReady makes a kwok node report Ready=False, as a kubelet whose
@@ -252,31 +255,31 @@ func expectNothingBoundTo(t *testing.T, c *framework.Cluster, node string) {
 
 // expectFailureEvents waits for corral's DeviceFailed event on the evicted
 // pod and its RepairNeeded event on the node, both naming what failed
-// (what) and why (reason).
-func expectFailureEvents(t *testing.T, c *framework.Cluster, pod, node, what, reason string) {
+// (what) and why (reason); the pod's also says onPod (what corral did).
+func expectFailureEvents(t *testing.T, c *framework.Cluster, pod, node, what, reason, onPod string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "events on the pod and the node", func() (bool, string) {
 		evs, err := c.Client.EventsV1().Events("").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		var onPod, onNode string
+		var podNote, nodeNote string
 		var seen []string
 		for _, e := range evs.Items {
 			seen = append(seen, e.Regarding.Name+" "+e.Reason+": "+e.Note)
 			mentions := strings.Contains(e.Note, what) && strings.Contains(e.Note, reason)
-			if e.Reason == "DeviceFailed" && e.Regarding.Name == pod && mentions {
-				onPod = e.Note
+			if e.Reason == "DeviceFailed" && e.Regarding.Name == pod && mentions && strings.Contains(e.Note, onPod) {
+				podNote = e.Note
 			}
 			if e.Reason == "RepairNeeded" && e.Regarding.Kind == "Node" && e.Regarding.Name == node && mentions {
-				onNode = e.Note
+				nodeNote = e.Note
 			}
 		}
-		if onPod == "" || onNode == "" {
+		if podNote == "" || nodeNote == "" {
 			return false, strings.Join(seen, " | ")
 		}
-		t.Logf("event on pod %s: DeviceFailed: %s", pod, onPod)
-		t.Logf("event on node %s: RepairNeeded: %s", node, onNode)
+		t.Logf("event on pod %s: DeviceFailed: %s", pod, podNote)
+		t.Logf("event on node %s: RepairNeeded: %s", node, nodeNote)
 		return true, ""
 	})
 }
@@ -302,11 +305,27 @@ func ptrValue[T any](p *T) T {
 
 // TestDRADeviceTaintReplacesTheRank: a DRA driver taints one GPU under a
 // running 2-node gang whose pods hold their GPUs through ResourceClaims.
-// corral evicts only the rank holding that GPU, says why, and allocates the
+// corral removes only the rank holding that GPU, says why, and allocates the
 // recreated pod's claim on healthy GPUs of the same rack, never the tainted
-// one. The taint is NoSchedule: Kubernetes itself does nothing to running
-// pods for it (only NoExecute makes kube-controller-manager evict).
+// one.
+//
+// With NoSchedule, Kubernetes leaves the running pod alone and corral
+// evicts it. With NoExecute, kube-controller-manager's device taint eviction
+// deletes it within milliseconds, often before corral's next cycle; the
+// test makes that order certain by stopping corral while Kubernetes evicts.
+// corral must then still say why and keep the replacement in the rack.
 func TestDRADeviceTaintReplacesTheRank(t *testing.T) {
+	for _, effect := range []resourcev1.DeviceTaintEffect{resourcev1.DeviceTaintEffectNoSchedule, resourcev1.DeviceTaintEffectNoExecute} {
+		t.Run(string(effect), func(t *testing.T) { draTaintReplacesTheRank(t, effect) })
+	}
+}
+
+// terminatingHold is a finalizer the test puts on the rank that will fail:
+// it keeps the pod Terminating after its deletion, as a real kubelet does
+// for the pod's grace period (kwok removes deleted pods at once).
+const terminatingHold = "test.corral.dev/terminating"
+
+func draTaintReplacesTheRank(t *testing.T, effect resourcev1.DeviceTaintEffect) {
 	c := framework.Start(t, framework.Options{})
 	installCRDs(t, c)
 	createTopology(t, c, "rack")
@@ -338,7 +357,7 @@ func TestDRADeviceTaintReplacesTheRank(t *testing.T) {
 	if _, err := c.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startCorral(t, c)
+	stopCorral := startCorralStoppable(t, c)
 
 	pods := runGang(t, c, ns, "train", func(int) corev1.PodSpec { return draPodSpec(tmpl.Name) })
 	victim, survivor := pods[0], pods[1]
@@ -346,6 +365,13 @@ func TestDRADeviceTaintReplacesTheRank(t *testing.T) {
 	tainted := claim.Status.Allocation.Devices.Results[0]
 	failedNode := victim.Spec.NodeName
 	spare := freeNodeOfRack(pods, "r0", 3)
+	hold := fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, terminatingHold)
+	if _, err := c.Client.CoreV1().Pods(ns).Patch(ctx, victim.Name, types.MergePatchType, []byte(hold), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if effect == resourcev1.DeviceTaintEffectNoExecute {
+		stopCorral()
+	}
 
 	// The driver taints the GPU in a new generation of its pool.
 	eventually(t, 10*time.Second, "the device tainted", func() (bool, string) {
@@ -357,24 +383,40 @@ func TestDRADeviceTaintReplacesTheRank(t *testing.T) {
 		for i := range s.Spec.Devices {
 			if s.Spec.Devices[i].Name == tainted.Device {
 				s.Spec.Devices[i].Taints = []resourcev1.DeviceTaint{{Key: "gpu.nvidia.com/xid", Value: "79",
-					Effect: resourcev1.DeviceTaintEffectNoSchedule, TimeAdded: ptr(metav1.Now())}}
+					Effect: effect, TimeAdded: ptr(metav1.Now())}}
 			}
 		}
 		_, err = c.Client.ResourceV1().ResourceSlices().Update(ctx, s, metav1.UpdateOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
 	taintedAt := time.Now()
-	eventually(t, 30*time.Second, "the rank on the tainted device evicted", func() (bool, string) {
+	eventually(t, 30*time.Second, "the rank on the tainted device deleted", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.DeletionTimestamp != nil, "pod " + p.Name + " not deleted"
+	})
+	t.Logf("the rank on the tainted device was deleted %.1fs after the taint", time.Since(taintedAt).Seconds())
+	onPod := "replacing 1 of 2 pods in rack r0"
+	if effect == resourcev1.DeviceTaintEffectNoExecute {
+		startCorral(t, c)
+		onPod = "already being deleted (DeletionByDeviceTaintManager)"
+	}
+	expectFailureEvents(t, c, victim.Name, failedNode, tainted.Device, "DRA taint gpu.nvidia.com/xid=79:"+string(effect), onPod)
+
+	// The kubelet has stopped the pod: it goes.
+	if _, err := c.Client.CoreV1().Pods(ns).Patch(ctx, victim.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deleted rank gone", func() (bool, string) {
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, victim.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && p.UID != victim.UID) {
 			return true, ""
 		}
-		if err != nil {
-			return false, err.Error()
-		}
-		return false, fmt.Sprintf("pod %s still there (deleting: %v)", p.Name, p.DeletionTimestamp != nil)
+		return false, fmt.Sprint(err)
 	})
-	t.Logf("the rank on the tainted device was gone %.1fs after the taint", time.Since(taintedAt).Seconds())
 	expectUndisturbed(t, c, survivor)
 
 	// Its owner recreates the pod, as a Job or JobSet controller would;
@@ -412,7 +454,6 @@ func TestDRADeviceTaintReplacesTheRank(t *testing.T) {
 		}
 	}
 
-	expectFailureEvents(t, c, victim.Name, failedNode, tainted.Device, "DRA taint gpu.nvidia.com/xid=79:NoSchedule")
 }
 
 // draPodSpec is a corral pod spec whose GPUs come from a claim made from
@@ -423,4 +464,27 @@ func draPodSpec(template string) corev1.PodSpec {
 	spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
 	spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &template}}
 	return spec
+}
+
+// startCorralStoppable runs corral's scheduler in this process until the
+// returned stop is called or the test ends.
+func startCorralStoppable(t *testing.T, c *framework.Cluster) (stop func()) {
+	t.Helper()
+	s, err := kube.New(c.Client, c.Dynamic, kube.Options{CycleInterval: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("scheduler: %v", err)
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
