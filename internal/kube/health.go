@@ -222,7 +222,8 @@ func leavingOnFailures(pods []*corev1.Pod, w *world, failedNodes map[string]bool
 // reportLeaving says why pods that were already terminating on a failure
 // went (once per pod), reports the failure on its node, and deletes such a
 // pod at once when its node failed as a whole: a graceful deletion there
-// never completes, and the pod would hold its owner's replacement back.
+// never completes (and a StatefulSet, for one, recreates a pod only once
+// the old one is gone).
 func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
 	h := s.health
 	for _, lp := range leavingOnFailures(s.cache.listPods(), w, h.failed, h.remediated, s.opts.SchedulerName) {
