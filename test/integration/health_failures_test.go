@@ -42,7 +42,7 @@ func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	startCorral(t, c)
 
 	ctx := context.Background()
-	pods := runGang(t, c, ns, "train", func(i int) corev1.PodSpec { return gpuPodSpec(8) })
+	pods := runGang(t, c, ns, "train", func(int) corev1.PodSpec { return gpuPodSpec(8) })
 	victim, survivor := pods[0], pods[1]
 	deadNode := victim.Spec.NodeName
 	spare := freeNodeOfRack(pods, "r0", 3)
