@@ -40,6 +40,10 @@ type healthState struct {
 	reported  map[string]bool // failures already reported on their node
 	failed    map[string]bool // nodes failed as a whole this cycle
 	cordoned  map[string]bool
+	// remediated lists the pods remediation has dealt with (evicted, or
+	// found already terminating on a failure), so that reportLeaving
+	// reports a terminating pod once, and never one corral evicted.
+	remediated map[types.UID]bool
 
 	remediations *prometheus.CounterVec
 	failures     prometheus.Gauge
@@ -48,7 +52,7 @@ type healthState struct {
 
 func newHealthState(reg prometheus.Registerer) *healthState {
 	h := &healthState{firstSeen: map[string]time.Time{}, pins: map[workload.JobID]engine.Pin{},
-		reported: map[string]bool{}, cordoned: map[string]bool{},
+		reported: map[string]bool{}, cordoned: map[string]bool{}, remediated: map[types.UID]bool{},
 		remediations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_remediations_total",
 			Help: "Running jobs remediated after a device or node failure, by action (RestartGang, ReplaceRanks, WaitForRepair)."}, []string{"action"}),
 		failures: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_failed_devices",
@@ -136,6 +140,15 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 	h.failures.Set(float64(len(failures)))
 
 	pods := s.cache.listPods()
+	present := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		present[p.UID] = true
+	}
+	for uid := range h.remediated {
+		if !present[uid] {
+			delete(h.remediated, uid)
+		}
+	}
 	w.snap.Suspects = suspectsOf(pods, now)
 	h.suspects.Set(float64(len(w.snap.Suspects)))
 
@@ -156,6 +169,103 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 	for id := range h.pins {
 		if kj, ok := w.byID[id]; !ok || !kj.pending() && len(kj.bound) == len(kj.refs) {
 			delete(h.pins, id)
+		}
+	}
+}
+
+// leavingPod is a pod already terminating on a failed device or node that
+// corral did not evict, with what failed under it.
+type leavingPod struct {
+	pod      *corev1.Pod
+	failures []health.Failure
+}
+
+// leavingOnFailures finds corral's pods that are already terminating on a
+// failed device or node although corral did not evict them: Kubernetes got
+// there first (kube-controller-manager deletes the pods on a device with a
+// NoExecute DRA taint within milliseconds, before corral's next cycle, and
+// taint-based eviction deletes the pods of a NotReady node after their
+// toleration) or a user deleted them. Such pods are no longer part of their
+// job (buildJobs leaves terminating pods out), so the engine never
+// remediates them; without this nobody would say why they went.
+func leavingOnFailures(pods []*corev1.Pod, w *world, failedNodes map[string]bool, remediated map[types.UID]bool, scheduler string) []leavingPod {
+	type key struct{ node, device string }
+	known := map[key]health.Failure{}
+	for _, f := range w.snap.Failures {
+		known[key{f.Node, f.Device}] = f
+	}
+	var out []leavingPod
+	for _, p := range pods {
+		if p.Spec.SchedulerName != scheduler || p.Spec.NodeName == "" || p.DeletionTimestamp == nil || terminal(p) || remediated[p.UID] {
+			continue
+		}
+		node := p.Spec.NodeName
+		var fs []health.Failure
+		if failedNodes[node] {
+			fs = append(fs, known[key{node, ""}])
+		} else if h, ok := w.holds[string(p.UID)]; ok {
+			for _, d := range h.alloc.Devices {
+				if w.state.DeviceHealthy(h.node, d.Device) {
+					continue
+				}
+				id := w.state.Node(h.node).Devices[d.Device].ID
+				f, ok := known[key{node, id}]
+				if !ok {
+					f = health.Failure{Node: node, Device: id}
+				}
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) > 0 {
+			out = append(out, leavingPod{pod: p, failures: fs})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].pod, out[j].pod
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	return out
+}
+
+// reportLeaving says why pods that were already terminating on a failure
+// went (once per pod), reports the failure on its node, and deletes such a
+// pod at once when its node failed as a whole: a graceful deletion there
+// never completes (and a StatefulSet, for one, recreates a pod only once
+// the old one is gone).
+func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
+	h := s.health
+	for _, lp := range leavingOnFailures(s.cache.listPods(), w, h.failed, h.remediated, s.opts.SchedulerName) {
+		p := lp.pod
+		what := make([]string, len(lp.failures))
+		for i, f := range lp.failures {
+			what[i] = f.String()
+		}
+		if h.failed[p.Spec.NodeName] {
+			if err := s.evictFailed(ctx, p, true); err != nil {
+				s.log.Warn("deleting a pod on a failed node", "pod", p.Namespace+"/"+p.Name, "err", err)
+				continue
+			}
+		}
+		h.remediated[p.UID] = true
+		job, _, _ := gangKey(p)
+		by := "by another component"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason != "" {
+				by = c.Reason // e.g. DeletionByDeviceTaintManager, DeletionByTaintManager
+			}
+		}
+		s.reporter.event(p, corev1.EventTypeWarning, string(engine.CauseFailure), "Remediate",
+			"%s failed: the pod was already being deleted (%s); its replacement is placed as the job's topology asks",
+			strings.Join(what, ", "), by)
+		for _, f := range lp.failures {
+			key := f.Node + "/" + f.Device
+			if h.reported[key] {
+				continue
+			}
+			h.reported[key] = true
+			if n, ok := s.cache.nodeByName(f.Node); ok {
+				s.reporter.event(n, corev1.EventTypeWarning, "RepairNeeded", "Remediate", "%s failed under job %s: needs repair", f, job)
+			}
 		}
 	}
 }
@@ -238,7 +348,8 @@ func suspectsOf(pods []*corev1.Pod, now time.Time) []health.Suspect {
 // will finish a graceful exit; others go through the Eviction API), events
 // on the pods and on the failed nodes, metrics, pins for the replacement
 // ranks, and, when the operator enabled it, a cordon on nodes with failed
-// GPUs.
+// GPUs. Then it reports the pods another component deleted from a failure
+// first (reportLeaving).
 func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 	h := s.health
 	waiting := map[string]bool{}
@@ -300,10 +411,12 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 				s.log.Warn("remediation eviction", "pod", p.Namespace+"/"+p.Name, "err", err)
 				continue
 			}
+			h.remediated[p.UID] = true
 			s.reporter.event(p, corev1.EventTypeWarning, string(engine.CauseFailure), "Evict", "%s (%.0f GPU-hours of work since the last checkpoint lost)",
 				ev.Message, ev.LostGPUSeconds/3600)
 		}
 	}
+	s.reportLeaving(ctx, w)
 }
 
 func (s *Scheduler) evictFailed(ctx context.Context, p *corev1.Pod, nodeFailed bool) error {

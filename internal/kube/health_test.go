@@ -7,8 +7,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -73,5 +76,51 @@ func TestRemediationAnnotations(t *testing.T) {
 	if p := remediationFromAnnotations(&j, map[string]string{v1alpha1.AnnotationRemediation: "Reboot",
 		v1alpha1.AnnotationRepairWait: "soon"}); len(p) != 2 {
 		t.Errorf("bad values gave problems %v, want 2", p)
+	}
+}
+
+// TestLeavingOnFailures: corral's pods already terminating on a failed
+// device or node, which corral did not evict (Kubernetes evicted them for a
+// NoExecute DRA taint, or a user deleted them), are found with what failed
+// under them; a terminating pod on healthy devices, one corral already
+// dealt with, a running pod and another scheduler's pod are not.
+func TestLeavingOnFailures(t *testing.T) {
+	gpus := []cluster.Device{{ID: "gpu-0", Model: "H100"}, {ID: "gpu-1", Model: "H100"}}
+	s, err := cluster.New(cluster.Topology{}, []cluster.Node{{Name: "n", CPUMilli: 64000, MemMiB: 1 << 20, Devices: gpus},
+		{Name: "dead", CPUMilli: 64000, MemMiB: 1 << 20, Devices: gpus}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := s.NodeIndex("n")
+	s.SetDeviceHealth(n, 1, false)
+	taint := health.Failure{Node: "n", Device: "gpu-1", Reason: "DRA taint gpu.nvidia.com/xid=79:NoExecute"}
+	down := health.Failure{Node: "dead", Reason: "NotReady KubeletNotReady"}
+	w := &world{state: s, snap: &engine.Snapshot{Failures: []health.Failure{taint, down}}, holds: map[string]podHold{}}
+	deleted := metav1.NewTime(time.Unix(2_000, 0))
+	var pods []*corev1.Pod
+	on := func(name, node string, gpu int, terminating bool) *corev1.Pod {
+		p := pod(name).gpus(1).boundTo(node).obj()
+		if terminating {
+			p.DeletionTimestamp = &deleted
+		}
+		n, _ := s.NodeIndex(node)
+		w.holds[string(p.UID)] = podHold{node: n, alloc: cluster.Alloc{Devices: []cluster.DeviceShare{{Device: gpu, Milli: 1000}}}}
+		pods = append(pods, p)
+		return p
+	}
+	on("on-taint", "n", 1, true)
+	on("on-dead-node", "dead", 0, true)
+	on("healthy-gpu", "n", 0, true)
+	on("running", "n", 1, false)
+	on("evicted-by-corral", "n", 1, true)
+	on("other-scheduler", "n", 1, true).Spec.SchedulerName = "default-scheduler"
+
+	got := map[string][]health.Failure{}
+	for _, lp := range leavingOnFailures(pods, w, map[string]bool{"dead": true}, map[types.UID]bool{"uid-evicted-by-corral": true}, "corral") {
+		got[lp.pod.Name] = lp.failures
+	}
+	want := map[string][]health.Failure{"on-taint": {taint}, "on-dead-node": {down}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("leaving pods (-want +got):\n%s", diff)
 	}
 }

@@ -40,6 +40,8 @@ type world struct {
 	levelLabels []string
 	// queues is what the Queue objects say this cycle.
 	queues *queueSet
+	// holds is what each bound pod holds (by UID), terminating ones too.
+	holds map[string]podHold
 }
 
 type resumeBind struct {
@@ -169,6 +171,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	claims := c.listClaims()
 	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
 	w.warnings = append(w.warnings, warns...)
+	w.holds = holds
 
 	// The DRA inventory: counters used by allocated devices, and devices
 	// whose counters are used up taken out of the free capacity.
@@ -313,9 +316,14 @@ func account(s *cluster.State, pods []*corev1.Pod, assumed map[string]assumedPod
 				continue
 			}
 			if k := deviceIndex(s.Node(n), r.Device); k >= 0 {
-				if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
-					warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
-					continue
+				// A tainted (failed) device is out of the capacity already:
+				// charging it would fail, yet the claim still holds it, and
+				// remediation must find its pods on it.
+				if s.DeviceHealthy(n, k) {
+					if err := s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}}); err != nil {
+						warnings = append(warnings, fmt.Sprintf("claim %s/%s: %v", cl.Namespace, cl.Name, err))
+						continue
+					}
 				}
 				// The claim's devices belong to the pods it is reserved for.
 				for _, rf := range cl.Status.ReservedFor {
