@@ -44,6 +44,8 @@ type healthState struct {
 	// found already terminating on a failure), so that reportLeaving
 	// reports a terminating pod once, and never one corral evicted.
 	remediated map[types.UID]bool
+	// pods remembers the devices pods reported unhealthy (podhealth.go).
+	pods podHealth
 
 	remediations *prometheus.CounterVec
 	failures     prometheus.Gauge
@@ -106,6 +108,19 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 		return now
 	}
 	var failures []health.Failure
+	pods := s.cache.listPods()
+	// Devices the pods on them report unhealthy are failed devices too.
+	byPods := map[string]podReport{}
+	for _, r := range h.pods.update(podDeviceReports(pods, st, s.cache.cfg.gpuResource, s.cache.cfg.draDriver), now) {
+		byPods[r.node+"/"+r.device] = r
+		if ni, ok := st.NodeIndex(r.node); ok {
+			for k, d := range st.Node(ni).Devices {
+				if d.ID == r.device {
+					st.SetDeviceHealth(ni, k, false)
+				}
+			}
+		}
+	}
 	for _, n := range s.cache.listNodes() {
 		ni, ok := st.NodeIndex(n.Name)
 		if !ok {
@@ -125,7 +140,11 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 			}
 			f := health.Failure{Node: n.Name, Device: node.Devices[k].ID}
 			var added time.Time
-			f.Reason, added = deviceReason(n, node.Devices[k].ID, s.cache.listSlices(), s.cache.cfg.draDriver)
+			if r, ok := byPods[n.Name+"/"+f.Device]; ok {
+				f.Reason = r.why
+			} else {
+				f.Reason, added = deviceReason(n, node.Devices[k].ID, s.cache.listSlices(), s.cache.cfg.draDriver)
+			}
 			f.Since = since(n.Name+"/"+f.Device, added)
 			failures = append(failures, f)
 		}
@@ -139,7 +158,6 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 	w.snap.Failures = failures
 	h.failures.Set(float64(len(failures)))
 
-	pods := s.cache.listPods()
 	present := make(map[types.UID]bool, len(pods))
 	for _, p := range pods {
 		present[p.UID] = true
