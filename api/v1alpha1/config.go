@@ -220,6 +220,15 @@ func (c *SchedulerConfiguration) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("managedNodeSelector"), c.ManagedNodeSelector, err.Error()))
 	}
 	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
+	for i, sp := range c.Spares {
+		p := field.NewPath("spares").Index(i)
+		if sp.Level == "" {
+			errs = append(errs, field.Required(p.Child("level"), "a topology level, e.g. rack"))
+		}
+		if sp.GPUs <= 0 {
+			errs = append(errs, field.Invalid(p.Child("gpus"), sp.GPUs, "must be positive"))
+		}
+	}
 	return errs.ToAggregate()
 }
 

@@ -83,6 +83,12 @@ topologyName: dc1
 gpuResourceName: example.com/gpu
 draDriver: gpu.example.com
 managedNodeSelector: corral.dev/pool in (training,inference),!cordoned
+spares:
+- level: rack
+  gpus: 8
+- level: cluster
+  gpus: 16
+  queue: team-a
 `)
 	off := false
 	want := &SchedulerConfiguration{
@@ -103,6 +109,7 @@ managedNodeSelector: corral.dev/pool in (training,inference),!cordoned
 		GPUResourceName:     "example.com/gpu",
 		DRADriver:           "gpu.example.com",
 		ManagedNodeSelector: "corral.dev/pool in (training,inference),!cordoned",
+		Spares:              []SpareConfig{{Level: "rack", GPUs: 8}, {Level: "cluster", GPUs: 16, Queue: "team-a"}},
 	}
 	got, err := LoadConfig(path)
 	if err != nil {
@@ -125,6 +132,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		"unknown top-level field":  {body: "schedulerNam: corral\n", want: []string{`unknown field "schedulerNam"`}},
 		"unknown nested field":     {body: "leaderElection:\n  leaseDuraton: 10s\n", want: []string{`unknown field "leaderElection.leaseDuraton"`}},
 		"field names are cased":    {body: "SchedulerName: corral\n", want: []string{`unknown field "SchedulerName"`}},
+		"spare without GPUs":       {body: "spares:\n- level: rack\n", want: []string{"spares[0].gpus: Invalid value: 0"}},
+		"spare without level":      {body: "spares:\n- gpus: 8\n", want: []string{"spares[0].level: Required value"}},
 		"duplicate field":          {body: "cycleInterval: 1s\ncycleInterval: 2s\n", want: []string{`"cycleInterval"`, "already set"}},
 		"bad duration":             {body: "cycleInterval: fast\n", want: []string{"cycleInterval:", `invalid duration "fast"`}},
 		"nested bad duration":      {body: "leaderElection:\n  retryPeriod: 2 seconds\n", want: []string{"leaderElection.retryPeriod:", "2 seconds"}},

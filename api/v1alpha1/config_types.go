@@ -81,6 +81,24 @@ type SchedulerConfiguration struct {
 	// failure on it (docs/health.md). Default: false (a health agent or the
 	// operator owns cordons).
 	CordonFailedNodes bool `json:"cordonFailedNodes,omitempty"`
+
+	// Spares are whole GPUs held back from ordinary placement for replacing
+	// failed ranks (docs/health.md#spares). Default: none.
+	Spares []SpareConfig `json:"spares,omitempty"`
+}
+
+// SpareConfig holds GPUs in every domain of a topology level, or in one
+// domain of it, for replacements of any job or of one queue's jobs.
+type SpareConfig struct {
+	// Level is a level of the Topology, e.g. "rack", or "cluster".
+	Level string `json:"level"`
+	// Domain is one domain of the level (its label value, e.g. "r07");
+	// empty: every domain of the level.
+	Domain string `json:"domain,omitempty"`
+	// GPUs is the number of whole GPUs held in each such domain.
+	GPUs int `json:"gpus"`
+	// Queue keeps the spares for that queue's jobs; empty: any job's.
+	Queue string `json:"queue,omitempty"`
 }
 
 // LeaderElectionConfiguration configures the Lease that elects the active

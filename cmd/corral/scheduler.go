@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/kube"
 )
 
@@ -42,6 +45,7 @@ type schedulerOptions struct {
 	leaseID       string
 	bindDelay     time.Duration
 	cordonFailed  bool
+	spares        string
 	logLevel      string
 	qps           float32
 	burst         int
@@ -85,6 +89,7 @@ active.`,
 	f.StringVar(&o.leaseID, "leader-elect-identity", "", "identity in the Lease (default: hostname + random suffix)")
 	f.DurationVar(&o.bindDelay, "debug-bind-delay", 0, "pause between the bindings of a gang's pods (tests only)")
 	f.BoolVar(&o.cordonFailed, "cordon-failed-nodes", false, "cordon a node when corral remediates a GPU or node failure on it (docs/health.md)")
+	f.StringVar(&o.spares, "spares", "", `GPUs held back for replacing failed ranks, e.g. "rack=8" or "rack=8,cluster=16@team-a" (docs/health.md#spares)`)
 	_ = f.MarkHidden("debug-bind-delay")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "client QPS to the API server")
@@ -117,6 +122,7 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("gpu-resource", func() { o.gpuResource = c.GPUResourceName })
 	set("dra-driver", func() { o.draDriver = c.DRADriver })
 	set("cordon-failed-nodes", func() { o.cordonFailed = c.CordonFailedNodes })
+	set("spares", func() { o.spares = sparesSpec(c.Spares) })
 	set("topology", func() { o.topology = c.TopologyName })
 	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
 	set("cycle-interval", func() { o.cycle = c.CycleInterval.Duration })
@@ -151,6 +157,10 @@ func runScheduler(o schedulerOptions) error {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	spares, err := health.ParseSpares(o.spares)
+	if err != nil {
+		return fmt.Errorf("--spares: %w", err)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -174,7 +184,7 @@ func runScheduler(o schedulerOptions) error {
 	sched, err := kube.New(client, dyn, kube.Options{
 		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
 		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
-		Logger: log, Registry: reg, BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed,
+		Logger: log, Registry: reg, BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed, Spares: spares,
 	})
 	if err != nil {
 		return err
@@ -204,4 +214,21 @@ func runScheduler(o schedulerOptions) error {
 	default:
 	}
 	return runErr
+}
+
+// sparesSpec writes the configuration file's spares in the --spares syntax.
+func sparesSpec(cs []v1alpha1.SpareConfig) string {
+	items := make([]string, 0, len(cs))
+	for _, c := range cs {
+		item := c.Level
+		if c.Domain != "" {
+			item += "/" + c.Domain
+		}
+		item += "=" + strconv.Itoa(c.GPUs)
+		if c.Queue != "" {
+			item += "@" + c.Queue
+		}
+		items = append(items, item)
+	}
+	return strings.Join(items, ",")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -223,7 +224,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	bf.reserveStarved(static, &plan)
 	// Health step: spares released for a job that could never fit beside
 	// them are held again, from what it left, before the next job.
-	var spareReleased []cluster.DomainID
+	var spareReleased []health.SpareKey
 	for i, more := order.next(); more; i, more = order.next() {
 		if spareReleased != nil {
 			hc.holds.Rehold(view, spareReleased)

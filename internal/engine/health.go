@@ -177,9 +177,9 @@ func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, hold
 		g, reason, ok = gangOf(view, pj.Job, pods)
 		g.Within = within
 		if ok {
-			var released []cluster.DomainID
+			var released []health.SpareKey
 			if replacing {
-				released = holds.Release(view, within)
+				released = holds.Release(view, within, pj.Job.Queue)
 			}
 			res := placer.PlaceGang(g)
 			if res.Failure == nil {

@@ -48,6 +48,10 @@ type Spare struct {
 	Domain string
 	// GPUs is the number of whole GPUs held in each such domain.
 	GPUs int
+	// Queue, when set, keeps the spare for replacements of that queue's
+	// jobs (the job's queue name, as in workload.Job.Queue); empty: any
+	// job's replacements may use it.
+	Queue string
 }
 
 // Suspect is a node that rejected pods at admission (for Kubernetes, pods

@@ -58,7 +58,7 @@ func TestSparesHoldWholeNodesAndComeBack(t *testing.T) {
 		}
 	}
 	r0 := view.DomainsAt(1)[0]
-	released := h.Release(view, r0)
+	released := h.Release(view, r0, "")
 	if view.FreeMilli() != 24000 || len(released) != 1 {
 		t.Errorf("after releasing r0: %d milli free, %d domains released", view.FreeMilli(), len(released))
 	}
@@ -85,5 +85,57 @@ func TestSuspectsExcludeAtTheLimit(t *testing.T) {
 	}
 	if s.Schedulable(1) || !s.Schedulable(2) {
 		t.Errorf("schedulable: r0-n-1 %v (want false), r0-n-2 %v (want true)", s.Schedulable(1), s.Schedulable(2))
+	}
+}
+
+// TestQueueSparesServeTheirQueue: a spare kept for one queue is released
+// for that queue's replacements only; a spare for any job serves all.
+func TestQueueSparesServeTheirQueue(t *testing.T) {
+	s := build.State(build.Topo("rack"), build.Racks(1, 3))
+	r0 := s.DomainsAt(1)[0]
+	for _, tc := range []struct {
+		name     string
+		spares   []Spare
+		queue    string
+		freedGPU int
+	}{
+		{"the queue's own spare", []Spare{{Level: "rack", GPUs: 8, Queue: "team-a"}}, "team-a", 8},
+		{"another queue's spare", []Spare{{Level: "rack", GPUs: 8, Queue: "team-a"}}, "team-b", 0},
+		{"a spare for any job", []Spare{{Level: "rack", GPUs: 8}}, "team-b", 8},
+		{"both kinds, for the queue", []Spare{{Level: "rack", GPUs: 8}, {Level: "rack", GPUs: 8, Queue: "team-a"}}, "team-a", 16},
+		{"both kinds, for another queue", []Spare{{Level: "rack", GPUs: 8}, {Level: "rack", GPUs: 8, Queue: "team-a"}}, "team-b", 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, problems := ExpandSpares(s, tc.spares)
+			if len(problems) > 0 {
+				t.Fatal(problems)
+			}
+			view := s.Clone()
+			h := HoldSpares(view, want)
+			before := view.FreeMilli()
+			h.Release(view, r0, tc.queue)
+			if got := int(view.FreeMilli()-before) / 1000; got != tc.freedGPU {
+				t.Errorf("released %d GPUs for %s, want %d", got, tc.queue, tc.freedGPU)
+			}
+		})
+	}
+}
+
+func TestParseSpares(t *testing.T) {
+	got, err := ParseSpares("rack=8, rack/r07=16,cluster=16@team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Spare{{Level: "rack", GPUs: 8}, {Level: "rack", Domain: "r07", GPUs: 16}, {Level: "cluster", GPUs: 16, Queue: "team-a"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("spares (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"rack", "rack=0", "rack=-8", "=8", "rack=x", "rack=8@", "rack=8,"} {
+		if _, err := ParseSpares(bad); err == nil {
+			t.Errorf("%q parsed without error", bad)
+		}
+	}
+	if s, err := ParseSpares(""); s != nil || err != nil {
+		t.Errorf("empty: %v %v", s, err)
 	}
 }

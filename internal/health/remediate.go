@@ -186,7 +186,7 @@ func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
 	for _, within := range candidates {
 		g := placement.Gang{Pods: pods, Required: -1, Preferred: -1, Within: within}
-		released := r.Holds.Release(r.View, within)
+		released := r.Holds.Release(r.View, within, rj.Job.Queue)
 		res := r.Placer.PlaceGang(g)
 		if res.Failure == nil {
 			r.Placer.Commit()

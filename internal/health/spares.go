@@ -3,30 +3,39 @@ package health
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
 )
 
+// SpareKey names one spare: its domain, and the queue whose replacements
+// it is for ("" for any job's).
+type SpareKey struct {
+	Domain cluster.DomainID
+	Queue  string
+}
+
 // hold is spare capacity taken out of the cycle's view on one node.
 type hold struct {
-	domain cluster.DomainID // the spare's domain
-	node   int
-	alloc  cluster.Alloc
+	key   SpareKey
+	node  int
+	alloc cluster.Alloc
 }
 
 // Holds is the spare capacity a cycle keeps from ordinary placement. It is
 // recomputed every cycle from what is free, so a spare used by a
 // replacement is held again elsewhere in its domain as soon as room frees.
 type Holds struct {
-	want  map[cluster.DomainID]int // domain -> GPUs to hold
+	want  map[SpareKey]int // GPUs to hold
 	holds []hold
 }
 
 // ExpandSpares resolves spares to domains and the GPUs held in each, in
 // domain order. A spare naming an unknown level or domain is a problem, not
 // a panic.
-func ExpandSpares(s *cluster.State, spares []Spare) (map[cluster.DomainID]int, []string) {
-	want := map[cluster.DomainID]int{}
+func ExpandSpares(s *cluster.State, spares []Spare) (map[SpareKey]int, []string) {
+	want := map[SpareKey]int{}
 	var problems []string
 	for _, sp := range spares {
 		lv := s.LevelIndex(sp.Level)
@@ -41,7 +50,7 @@ func ExpandSpares(s *cluster.State, spares []Spare) (map[cluster.DomainID]int, [
 		found := false
 		for _, d := range s.DomainsAt(lv) {
 			if sp.Domain == "" || s.Domain(d).Name == sp.Domain {
-				want[d] += sp.GPUs
+				want[SpareKey{Domain: d, Queue: sp.Queue}] += sp.GPUs
 				found = true
 			}
 		}
@@ -53,38 +62,43 @@ func ExpandSpares(s *cluster.State, spares []Spare) (map[cluster.DomainID]int, [
 }
 
 // HoldSpares takes the spares out of the view.
-func HoldSpares(view *cluster.State, want map[cluster.DomainID]int) *Holds {
+func HoldSpares(view *cluster.State, want map[SpareKey]int) *Holds {
 	h := &Holds{want: want}
-	for _, d := range sortedDomains(want) {
-		h.holdIn(view, d)
+	for _, k := range sortedKeys(want) {
+		h.holdIn(view, k)
 	}
 	return h
 }
 
-func sortedDomains(m map[cluster.DomainID]int) []cluster.DomainID {
-	ds := make([]cluster.DomainID, 0, len(m))
-	for d := range m {
-		ds = append(ds, d)
+func sortedKeys(m map[SpareKey]int) []SpareKey {
+	ks := make([]SpareKey, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
 	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].Domain != ks[j].Domain {
+			return ks[i].Domain < ks[j].Domain
+		}
+		return ks[i].Queue < ks[j].Queue
+	})
+	return ks
 }
 
 // holdIn holds domain d's spare GPUs on the nodes with the most wholly free
 // healthy GPUs (whole spare nodes replace whole-node ranks), the last node
 // in topology order first on ties. A node's CPU and memory are held in
 // proportion, so the spare GPUs stay usable.
-func (h *Holds) holdIn(view *cluster.State, d cluster.DomainID) {
-	need := h.want[d]
+func (h *Holds) holdIn(view *cluster.State, key SpareKey) {
+	need := h.want[key]
 	for _, x := range h.holds {
-		if x.domain == d {
+		if x.key == key {
 			need -= len(x.alloc.Devices)
 		}
 	}
 	if need <= 0 {
 		return
 	}
-	dom := view.Domain(d)
+	dom := view.Domain(key.Domain)
 	type cand struct{ node, free int }
 	var cs []cand
 	for n := dom.Lo; n < dom.Hi; n++ {
@@ -118,7 +132,7 @@ func (h *Holds) holdIn(view *cluster.State, d cluster.DomainID) {
 		if view.Allocate(c.node, a) != nil {
 			continue
 		}
-		h.holds = append(h.holds, hold{domain: d, node: c.node, alloc: a})
+		h.holds = append(h.holds, hold{key: key, node: c.node, alloc: a})
 		need -= take
 	}
 }
@@ -134,31 +148,33 @@ func wholeFree(view *cluster.State, n int) []int {
 	return out
 }
 
-// Release gives the spares held inside or above domain d back to the view
-// (for a replacement placed in d) and returns the domains released.
-func (h *Holds) Release(view *cluster.State, d cluster.DomainID) []cluster.DomainID {
+// Release gives back to the view the spares held on nodes inside domain d
+// that a replacement for a job of queue may use (those of its queue and
+// those of any job's), for a replacement placed in d, and returns what to
+// hold again afterwards (Rehold).
+func (h *Holds) Release(view *cluster.State, d cluster.DomainID, queue string) []SpareKey {
 	if h == nil {
 		return nil
 	}
 	in := view.Domain(d)
 	kept := h.holds[:0]
-	released := map[cluster.DomainID]int{}
+	released := map[SpareKey]int{}
 	for _, x := range h.holds {
-		if x.node >= in.Lo && x.node < in.Hi {
+		if x.node >= in.Lo && x.node < in.Hi && (x.key.Queue == "" || x.key.Queue == queue) {
 			view.Release(x.node, x.alloc)
-			released[x.domain]++
+			released[x.key]++
 			continue
 		}
 		kept = append(kept, x)
 	}
 	h.holds = kept
-	return sortedDomains(released)
+	return sortedKeys(released)
 }
 
-// Rehold holds the released domains' spares again from what is still free.
-func (h *Holds) Rehold(view *cluster.State, ds []cluster.DomainID) {
-	for _, d := range ds {
-		h.holdIn(view, d)
+// Rehold holds the released spares again from what is still free.
+func (h *Holds) Rehold(view *cluster.State, keys []SpareKey) {
+	for _, k := range keys {
+		h.holdIn(view, k)
 	}
 }
 
@@ -194,7 +210,7 @@ func (h *Holds) Crowds(view *cluster.State, lv, gpus int) bool {
 		dom := view.Domain(d)
 		spare := 0
 		for x, n := range h.want {
-			if in := view.Domain(x); in.Lo >= dom.Lo && in.Hi <= dom.Hi {
+			if in := view.Domain(x.Domain); in.Lo >= dom.Lo && in.Hi <= dom.Hi {
 				spare += n
 			}
 		}
@@ -206,16 +222,41 @@ func (h *Holds) Crowds(view *cluster.State, lv, gpus int) bool {
 }
 
 // ReleaseAll gives every held spare back to the view and returns the
-// domains to hold again afterwards (Rehold).
-func (h *Holds) ReleaseAll(view *cluster.State) []cluster.DomainID {
+// spares to hold again afterwards (Rehold).
+func (h *Holds) ReleaseAll(view *cluster.State) []SpareKey {
 	if h == nil {
 		return nil
 	}
-	released := map[cluster.DomainID]int{}
+	released := map[SpareKey]int{}
 	for _, x := range h.holds {
 		view.Release(x.node, x.alloc)
-		released[x.domain]++
+		released[x.key]++
 	}
 	h.holds = h.holds[:0]
-	return sortedDomains(released)
+	return sortedKeys(released)
+}
+
+// ParseSpares reads a spare list: comma-separated items
+// "level=GPUs" (GPUs held in every domain of the level), "level/domain=GPUs"
+// (in that domain only), each optionally followed by "@queue" (for that
+// queue's replacements only), e.g. "rack=8,cluster=16@team-a". Whether the
+// levels and domains exist is checked against the cluster each cycle
+// (ExpandSpares).
+func ParseSpares(spec string) ([]Spare, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	var out []Spare
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		where, rest, ok := strings.Cut(item, "=")
+		gpus, queue, _ := strings.Cut(rest, "@")
+		n, err := strconv.Atoi(gpus)
+		level, domain, _ := strings.Cut(where, "/")
+		if !ok || level == "" || err != nil || n <= 0 || strings.Contains(rest, "@") && queue == "" {
+			return nil, fmt.Errorf("spares: bad item %q: want level=GPUs, level/domain=GPUs, optionally @queue (e.g. rack=8, rack/r07=8, cluster=16@team-a)", item)
+		}
+		out = append(out, Spare{Level: level, Domain: domain, GPUs: n, Queue: queue})
+	}
+	return out, nil
 }

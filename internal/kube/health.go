@@ -46,6 +46,7 @@ type healthState struct {
 	remediated map[types.UID]bool
 	// pods remembers the devices pods reported unhealthy (podhealth.go).
 	pods podHealth
+	problems string // the health problems last logged
 
 	remediations *prometheus.CounterVec
 	failures     prometheus.Gauge
@@ -156,6 +157,7 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 		}
 	}
 	w.snap.Failures = failures
+	w.snap.Spares = s.opts.Spares
 	h.failures.Set(float64(len(failures)))
 
 	present := make(map[types.UID]bool, len(pods))
@@ -370,6 +372,14 @@ func suspectsOf(pods []*corev1.Pod, now time.Time) []health.Suspect {
 // first (reportLeaving).
 func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 	h := s.health
+	if p := strings.Join(plan.Stats.HealthProblems, "; "); p != h.problems {
+		// A spare naming a level or domain the cluster lacks, a failure on
+		// an unknown node: said once, not every cycle.
+		h.problems = p
+		if p != "" {
+			s.log.Warn("health input not applied", "problems", p)
+		}
+	}
 	waiting := map[string]bool{}
 	for _, r := range plan.Remediations {
 		if r.Action == workload.WaitForRepair {

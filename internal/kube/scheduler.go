@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -43,6 +44,8 @@ type Options struct {
 	// CordonFailedNodes cordons a node when corral remediates a failure on
 	// it (health.go); off by default, since a health agent may own cordons.
 	CordonFailedNodes bool
+	// Spares are GPUs held back for replacing failed ranks (docs/health.md).
+	Spares []health.Spare
 }
 
 // Scheduler drives the engine against a cluster.

@@ -157,23 +157,8 @@ func ParseFailures(spec string) (*FailureModel, error) {
 	return &m, nil
 }
 
-// ParseSpares reads "rack=8" or "rack=8,block=16": GPUs held in every
-// domain of each level.
-func ParseSpares(spec string) ([]health.Spare, error) {
-	if spec == "" {
-		return nil, nil
-	}
-	var out []health.Spare
-	for _, kv := range strings.Split(spec, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		n, err := strconv.Atoi(v)
-		if !ok || k == "" || err != nil || n <= 0 {
-			return nil, fmt.Errorf("spares: bad item %q: want level=GPUs, e.g. rack=8", kv)
-		}
-		out = append(out, health.Spare{Level: k, GPUs: n})
-	}
-	return out, nil
-}
+// ParseSpares reads spares as health.ParseSpares does.
+func ParseSpares(spec string) ([]health.Spare, error) { return health.ParseSpares(spec) }
 
 // injector draws failures as one Poisson process over every GPU and node.
 type injector struct {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/health"
+	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
 
@@ -115,4 +117,33 @@ func TestPodReportedUnhealthyGPUIsRemediated(t *testing.T) {
 		}
 		return false, strings.Join(seen, " | ")
 	})
+}
+
+// TestSparesAreHeldOnKubernetes: with --spares rack=8 the scheduler keeps a
+// whole node of the rack free: of three 8-GPU pods on a three-node rack,
+// two bind and the third waits.
+func TestSparesAreHeldOnKubernetes(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	installCRDs(t, c)
+	createTopology(t, c, "rack")
+	addRacks(t, c, 1, 3)
+	ns := namespace(t, c, "spares-")
+	startCorralWith(t, c, kube.Options{Spares: []health.Spare{{Level: "rack", GPUs: 8}}})
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("solo-%d", i), Namespace: ns,
+			Labels: map[string]string{"app": "solo"}}, Spec: gpuPodSpec(8)}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "two pods bound", func() (bool, string) {
+		n := boundCount(podsOf(t, c, ns, "solo"))
+		return n == 2, fmt.Sprintf("%d bound", n)
+	})
+	// Several cycles later the third still waits: the last node is the spare.
+	time.Sleep(2 * time.Second)
+	if n := boundCount(podsOf(t, c, ns, "solo")); n != 2 {
+		t.Errorf("%d pods bound, want 2: the rack's spare node was used", n)
+	}
 }

@@ -68,8 +68,16 @@ func createTopology(t *testing.T, c *framework.Cluster, levels ...string) {
 // startCorral runs corral's scheduler in this process until the test ends.
 func startCorral(t *testing.T, c *framework.Cluster) *kube.Scheduler {
 	t.Helper()
-	s, err := kube.New(c.Client, c.Dynamic, kube.Options{CycleInterval: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	return startCorralWith(t, c, kube.Options{})
+}
+
+// startCorralWith runs corral in-process with the given options (cycle
+// interval and logger are the tests').
+func startCorralWith(t *testing.T, c *framework.Cluster, opts kube.Options) *kube.Scheduler {
+	t.Helper()
+	opts.CycleInterval = 200 * time.Millisecond
+	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := kube.New(c.Client, c.Dynamic, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
