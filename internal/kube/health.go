@@ -45,7 +45,7 @@ type healthState struct {
 	// reports a terminating pod once, and never one corral evicted.
 	remediated map[types.UID]bool
 	// pods remembers the devices pods reported unhealthy (podhealth.go).
-	pods podHealth
+	pods     podHealth
 	problems string // the health problems last logged
 
 	remediations *prometheus.CounterVec
