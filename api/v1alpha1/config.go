@@ -220,6 +220,33 @@ func (c *SchedulerConfiguration) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("managedNodeSelector"), c.ManagedNodeSelector, err.Error()))
 	}
 	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
+	bp := field.NewPath("backfill")
+	if m := c.Backfill.OnMaxRuntime; m != "" && m != "Terminate" && m != "Requeue" {
+		errs = append(errs, field.NotSupported(bp.Child("onMaxRuntime"), m, []string{"Terminate", "Requeue"}))
+	}
+	if c.Backfill.MaxReservationsPerQueue < 0 {
+		errs = append(errs, field.Invalid(bp.Child("maxReservationsPerQueue"), c.Backfill.MaxReservationsPerQueue, "must not be negative"))
+	}
+	names := map[string]bool{}
+	for i, pl := range c.Pools {
+		p := field.NewPath("pools").Index(i)
+		switch {
+		case pl.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		case names[pl.Name]:
+			errs = append(errs, field.Duplicate(p.Child("name"), pl.Name))
+		}
+		names[pl.Name] = true
+		if pl.Class == "" {
+			errs = append(errs, field.Required(p.Child("class"), "the corral.dev/class of the jobs the pool is for"))
+		}
+		if len(pl.NodeLabels) == 0 && pl.GPUs <= 0 {
+			errs = append(errs, field.Required(p.Child("nodeLabels"), "give nodeLabels or a positive gpus"))
+		}
+		if pl.Others != "" && pl.Others != "Closed" && pl.Others != "Preemptible" {
+			errs = append(errs, field.NotSupported(p.Child("others"), pl.Others, []string{"Closed", "Preemptible"}))
+		}
+	}
 	for i, sp := range c.Spares {
 		p := field.NewPath("spares").Index(i)
 		if sp.Level == "" {

@@ -89,6 +89,19 @@ spares:
 - level: cluster
   gpus: 16
   queue: team-a
+backfill:
+  maxReservations: -1
+  starveAfter: 12h
+  onMaxRuntime: Requeue
+pools:
+- name: prefill
+  class: prefill
+  nodeLabels: {pool: prefill}
+  others: Preemptible
+- name: spare-h100
+  class: serving
+  gpus: 64
+  model: H100
 `)
 	off := false
 	want := &SchedulerConfiguration{
@@ -110,6 +123,9 @@ spares:
 		DRADriver:           "gpu.example.com",
 		ManagedNodeSelector: "corral.dev/pool in (training,inference),!cordoned",
 		Spares:              []SpareConfig{{Level: "rack", GPUs: 8}, {Level: "cluster", GPUs: 16, Queue: "team-a"}},
+		Backfill:            BackfillSettings{MaxReservations: -1, StarveAfter: metav1.Duration{Duration: 12 * time.Hour}, OnMaxRuntime: "Requeue"},
+		Pools: []PoolConfig{{Name: "prefill", Class: "prefill", NodeLabels: map[string]string{"pool": "prefill"}, Others: "Preemptible"},
+			{Name: "spare-h100", Class: "serving", GPUs: 64, Model: "H100"}},
 	}
 	got, err := LoadConfig(path)
 	if err != nil {
@@ -134,6 +150,12 @@ func TestLoadConfigErrors(t *testing.T) {
 		"field names are cased":    {body: "SchedulerName: corral\n", want: []string{`unknown field "SchedulerName"`}},
 		"spare without GPUs":       {body: "spares:\n- level: rack\n", want: []string{"spares[0].gpus: Invalid value: 0"}},
 		"spare without level":      {body: "spares:\n- gpus: 8\n", want: []string{"spares[0].level: Required value"}},
+		"bad max-runtime action":   {body: "backfill:\n  onMaxRuntime: Kill\n", want: []string{"backfill.onMaxRuntime: Unsupported value"}},
+		"bad starvation age":       {body: "backfill:\n  starveAfter: a day\n", want: []string{"backfill.starveAfter:", "a day"}},
+		"pool without nodes":       {body: "pools:\n- name: p\n  class: c\n", want: []string{"pools[0].nodeLabels: Required value"}},
+		"pool without class":       {body: "pools:\n- name: p\n  gpus: 8\n", want: []string{"pools[0].class: Required value"}},
+		"duplicate pool":           {body: "pools:\n- {name: p, class: c, gpus: 8}\n- {name: p, class: d, gpus: 8}\n", want: []string{"pools[1].name: Duplicate value"}},
+		"bad pool access":          {body: "pools:\n- {name: p, class: c, gpus: 8, others: Open}\n", want: []string{"pools[0].others: Unsupported value"}},
 		"duplicate field":          {body: "cycleInterval: 1s\ncycleInterval: 2s\n", want: []string{`"cycleInterval"`, "already set"}},
 		"bad duration":             {body: "cycleInterval: fast\n", want: []string{"cycleInterval:", `invalid duration "fast"`}},
 		"nested bad duration":      {body: "leaderElection:\n  retryPeriod: 2 seconds\n", want: []string{"leaderElection.retryPeriod:", "2 seconds"}},
@@ -221,7 +243,7 @@ func TestDefaultedConfigIsValid(t *testing.T) {
 // a bad value would be reported without its field name.
 func TestDurationPathsCoverEveryDuration(t *testing.T) {
 	got := durationPaths(reflect.TypeFor[SchedulerConfiguration](), "")
-	want := []string{"leaderElection.leaseDuration", "leaderElection.renewDeadline", "leaderElection.retryPeriod", "cycleInterval"}
+	want := []string{"leaderElection.leaseDuration", "leaderElection.renewDeadline", "leaderElection.retryPeriod", "cycleInterval", "backfill.starveAfter"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("durationPaths (-want +got):\n%s", diff)
 	}

@@ -85,6 +85,50 @@ type SchedulerConfiguration struct {
 	// Spares are whole GPUs held back from ordinary placement for replacing
 	// failed ranks (docs/health.md#spares). Default: none.
 	Spares []SpareConfig `json:"spares,omitempty"`
+
+	// Backfill tunes reservations, starvation and runtime limits
+	// (docs/backfill.md). Default: the engine's defaults.
+	Backfill BackfillSettings `json:"backfill,omitempty"`
+
+	// Pools hold capacity for classes of jobs, e.g. prefill servers on
+	// NVLink nodes (docs/backfill.md#held-capacity-pools). Default: none.
+	Pools []PoolConfig `json:"pools,omitempty"`
+}
+
+// BackfillSettings tunes reservations and runtime limits.
+type BackfillSettings struct {
+	// MaxReservations caps the blocked head jobs that get a reservation per
+	// cycle, over all queues. 0: 1; negative: none (only jobs waiting past
+	// starveAfter are reserved).
+	MaxReservations int `json:"maxReservations,omitempty"`
+	// MaxReservationsPerQueue caps them per queue. 0: 1.
+	MaxReservationsPerQueue int `json:"maxReservationsPerQueue,omitempty"`
+	// StarveAfter is the wait after which a job is reserved for before
+	// anything else is placed. Default: 24h. "0s" keeps the default; a
+	// negative duration turns starvation reservations off.
+	StarveAfter metav1.Duration `json:"starveAfter,omitempty"`
+	// OnMaxRuntime is what happens to a job past its max runtime:
+	// Terminate (default) or Requeue.
+	OnMaxRuntime string `json:"onMaxRuntime,omitempty"`
+}
+
+// PoolConfig is capacity held for one class of jobs (corral.dev/class).
+type PoolConfig struct {
+	// Name names the pool in events and status.
+	Name string `json:"name"`
+	// Class is the corral.dev/class of the jobs the pool is for.
+	Class string `json:"class"`
+	// NodeLabels selects the pool's nodes: every node carrying all of them.
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+	// GPUs (with Model, optional) selects by count instead, when NodeLabels
+	// is empty: whole nodes of the model, in topology order, until they
+	// hold this many GPUs.
+	GPUs  int    `json:"gpus,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Others is Closed (default: nobody else uses the pool) or Preemptible
+	// (preemptible jobs of other classes may backfill it and are evicted
+	// when the class needs the room).
+	Others string `json:"others,omitempty"`
 }
 
 // SpareConfig holds GPUs in every domain of a topology level, or in one

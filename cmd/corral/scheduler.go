@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/kube"
 )
@@ -46,9 +48,15 @@ type schedulerOptions struct {
 	bindDelay     time.Duration
 	cordonFailed  bool
 	spares        string
-	logLevel      string
-	qps           float32
-	burst         int
+	// Backfill settings, as corral sim names them; pools come from the
+	// configuration file only.
+	reservations, reservationsPerQueue int
+	starveAfter                        time.Duration
+	onMaxRuntime                       string
+	pools                              []v1alpha1.PoolConfig
+	logLevel                           string
+	qps                                float32
+	burst                              int
 }
 
 func newSchedulerCmd() *cobra.Command {
@@ -89,6 +97,10 @@ active.`,
 	f.StringVar(&o.leaseID, "leader-elect-identity", "", "identity in the Lease (default: hostname + random suffix)")
 	f.DurationVar(&o.bindDelay, "debug-bind-delay", 0, "pause between the bindings of a gang's pods (tests only)")
 	f.BoolVar(&o.cordonFailed, "cordon-failed-nodes", false, "cordon a node when corral remediates a GPU or node failure on it (docs/health.md)")
+	f.IntVar(&o.reservations, "reservations", 0, "blocked jobs given a reservation per cycle (0: 1; negative: only starved jobs; docs/backfill.md)")
+	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "reservations per queue per cycle (0: 1)")
+	f.DurationVar(&o.starveAfter, "starve-after", 0, "wait after which a job is reserved ahead of everything (0: 24h; negative: off)")
+	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate (default) or Requeue a job past its max runtime")
 	f.StringVar(&o.spares, "spares", "", `GPUs held back for replacing failed ranks, e.g. "rack=8" or "rack=8,cluster=16@team-a" (docs/health.md#spares)`)
 	_ = f.MarkHidden("debug-bind-delay")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -123,6 +135,11 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("dra-driver", func() { o.draDriver = c.DRADriver })
 	set("cordon-failed-nodes", func() { o.cordonFailed = c.CordonFailedNodes })
 	set("spares", func() { o.spares = sparesSpec(c.Spares) })
+	set("reservations", func() { o.reservations = c.Backfill.MaxReservations })
+	set("reservations-per-queue", func() { o.reservationsPerQueue = c.Backfill.MaxReservationsPerQueue })
+	set("starve-after", func() { o.starveAfter = c.Backfill.StarveAfter.Duration })
+	set("on-max-runtime", func() { o.onMaxRuntime = c.Backfill.OnMaxRuntime })
+	o.pools = c.Pools
 	set("topology", func() { o.topology = c.TopologyName })
 	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
 	set("cycle-interval", func() { o.cycle = c.CycleInterval.Duration })
@@ -161,6 +178,14 @@ func runScheduler(o schedulerOptions) error {
 	if err != nil {
 		return fmt.Errorf("--spares: %w", err)
 	}
+	if m := o.onMaxRuntime; m != "" && m != string(engine.Terminate) && m != string(engine.Requeue) {
+		return fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", m)
+	}
+	var pools []backfill.Pool
+	for _, pc := range o.pools {
+		pools = append(pools, backfill.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
+			GPUs: pc.GPUs, Model: pc.Model, Others: backfill.PoolAccess(pc.Others)})
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -185,6 +210,9 @@ func runScheduler(o schedulerOptions) error {
 		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
 		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
 		Logger: log, Registry: reg, BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed, Spares: spares,
+		Backfill: engine.BackfillConfig{MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
+			StarveAfter: o.starveAfter, OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)},
+		Pools: pools,
 	})
 	if err != nil {
 		return err

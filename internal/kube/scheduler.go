@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
@@ -46,6 +47,10 @@ type Options struct {
 	CordonFailedNodes bool
 	// Spares are GPUs held back for replacing failed ranks (docs/health.md).
 	Spares []health.Spare
+	// Backfill tunes reservations, starvation and runtime limits; Pools
+	// hold capacity for classes of jobs (docs/backfill.md).
+	Backfill engine.BackfillConfig
+	Pools    []backfill.Pool
 }
 
 // Scheduler drives the engine against a cluster.
@@ -63,6 +68,8 @@ type Scheduler struct {
 	// preempting holds back jobs whose victims are still terminating.
 	preempting preemptions
 	health     *healthState
+	// runtimes learns completed runtimes for estimates (history.go).
+	runtimes runtimeHistory
 }
 
 // CycleResult summarises one cycle, for logs and tests.
@@ -114,7 +121,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}),
+	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
@@ -188,6 +195,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		return res, err
 	}
 	s.addHealth(w, start) // health.go: failures, suspects, running jobs, replacement pins
+	s.runtimes.track(w, s.cache.listPods())
+	w.snap.Runtimes = &s.runtimes.hist
+	w.snap.Pools = s.opts.Pools
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
 	}
