@@ -368,7 +368,12 @@ func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *
 	b.syncEvictions(plan)
 	slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, b.holds.Held)
 	if !ok {
-		if len(b.s.Running) > 0 {
+		switch {
+		case len(b.res) > 0:
+			// Earlier reservations may hold the room it needs (it would
+			// not end before they start): estimates are not the only cause.
+			r.Message += "; no reservation: the room it needs is held for jobs reserved ahead of it, or the jobs in its way have no runtime estimate"
+		case len(b.s.Running) > 0:
 			// Without running jobs nothing corral knows will free the room:
 			// blaming estimates would mislead.
 			r.Message += "; no reservation: the jobs in its way have no runtime estimate"
@@ -661,6 +666,22 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 // queue limits, and the jobs stopped at their max runtime are no victims.
 func (b *backfiller) attach(room *roomMaker, qs *queueState) {
 	b.room, b.qs = room, qs
+	if room != nil && b.mode == Corral {
+		// Preemption honours reservations as placement does: it may not
+		// free reserved nodes for a job that may not use them.
+		room.reserved = b.holds.Held
+		if b.cfg.StarveAfter > 0 {
+			// A job that started after waiting past the starvation age is
+			// not evicted for priority: it would wait, and drain its
+			// domain, all over again, so the bound on its wait would not
+			// hold. (A whole-cluster gang started after a four-day drain
+			// was evicted within the hour for a one-GPU job.)
+			room.starvedRun = make([]bool, len(room.running))
+			for i, rj := range room.running {
+				room.starvedRun[i] = rj.Start.Sub(rj.Job.Submit) >= b.cfg.StarveAfter
+			}
+		}
+	}
 	for id := range b.gone {
 		b.taken(id)
 	}
