@@ -678,3 +678,23 @@ func TestPreemptionKeepsReservations(t *testing.T) {
 		})
 	}
 }
+
+// TestNoReservationReason: a blocked job whose room is all held by an
+// earlier reservation is told so, not only that estimates are missing.
+func TestNoReservationReason(t *testing.T) {
+	w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+		Config{Policy: Corral, Backfill: BackfillConfig{MaxReservations: 2, MaxReservationsPerQueue: 2}})
+	w.run(min8("busy", 60), "r0-n-0")
+	first := build.Job("first").GPUs(8).Pods(2).Expected(time.Hour).Submit(1).Obj()
+	second := build.Job("second").GPUs(8).Pods(2).Expected(2 * time.Hour).Submit(2).Obj()
+	w.submit(first, second)
+	p := w.cycle()
+	if len(p.Reservations) != 1 || p.Reservations[0].Job != "first" {
+		t.Fatalf("reservations %+v, want first's only", p.Reservations)
+	}
+	for _, pe := range p.Pending {
+		if pe.Job == "second" && !strings.Contains(pe.Reason.Message, "no reservation: the room it needs is held for jobs reserved ahead of it") {
+			t.Errorf("second's reason %q", pe.Reason.Message)
+		}
+	}
+}
