@@ -698,3 +698,62 @@ func TestNoReservationReason(t *testing.T) {
 		}
 	}
 }
+
+// TestStarvedJobEvictsStragglers: a starved 16-GPU gang waits 9 h for one
+// small long job while the rest of its rack frees in 30 min. The straggler
+// is evicted only when it is small (at most 1/8 of the gang's GPUs),
+// preemptible, of no higher priority, and loses little work next to the
+// time the gang gains; then the reservation starts at 30 min.
+func TestStarvedJobEvictsStragglers(t *testing.T) {
+	straggler := func(gpus int, prio int32, preemptible bool, expected time.Duration) *workload.Job {
+		b := build.Job("straggler").GPUs(gpus).Priority(prio).Expected(expected)
+		if preemptible {
+			b = b.Preemptible()
+		}
+		return b.Obj()
+	}
+	cases := map[string]struct {
+		job     *workload.Job
+		ran     time.Duration // before now, without checkpoints
+		waited  time.Duration // the gang's wait
+		evicted bool
+	}{
+		"small, cheap and long: evicted":         {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour, evicted: true},
+		"not preemptible: kept":                  {job: straggler(1, 0, false, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"higher priority than the gang: kept":    {job: straggler(1, 5, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"too much work lost: kept":               {job: straggler(1, 0, true, 49*time.Hour), ran: 40 * time.Hour, waited: 25 * time.Hour},
+		"the gang is not starved yet: kept":      {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: time.Hour},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			now := t0.Add(tc.waited)
+			w.now = now.Add(-tc.ran)
+			tc.job.Submit = w.now
+			w.run(tc.job, "r0-n-0")
+			w.now = now
+			busy := build.Job("busy").GPUs(7).Expected(30 * time.Minute).Obj()
+			busy.Submit = now
+			w.run(busy, "r0-n-1")
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head.Submit = t0
+			w.submit(head)
+			p := w.cycle()
+			var evicted []workload.JobID
+			for _, ev := range p.Evictions {
+				evicted = append(evicted, ev.Job)
+			}
+			want, start := []workload.JobID(nil), tc.job.ExpectedRuntime-tc.ran
+			if tc.evicted {
+				want, start = []workload.JobID{"straggler"}, 30*time.Minute
+			}
+			if !cmp.Equal(evicted, want) {
+				t.Errorf("evicted %v, want %v", evicted, want)
+			}
+			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(now.Add(start)) {
+				t.Errorf("reservations %+v, want head's in %v", p.Reservations, start)
+			}
+		})
+	}
+}
