@@ -340,8 +340,8 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 
 // Straggler eviction: a starved job's reservation often waits on a few
 // small long jobs while the rest of its domain, already drained, sits idle
-// or runs only short backfill (on gen:llm seed 48 a whole-cluster gang was
-// reserved for 131 h ahead, the cluster mostly idle meanwhile). The
+// or runs only short backfill (on gen:llm seed 48 a whole-cluster gang
+// waited 131 h, reserved up to 140 h ahead, the cluster mostly idle). The
 // latest-ending jobs in its way are evicted when they are few and cheap
 // next to the time they cost it:
 const (
