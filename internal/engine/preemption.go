@@ -275,11 +275,11 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 }
 
 // onReserved reports whether a pod of rj sits on a node reserved against
-// the job being placed. Such a victim is never chosen: its room stays held
-// once freed, so evicting it gains the preemptor nothing, and letting the
-// preemptor in there instead would delay the reservation by the
-// preemptor's whole runtime (a starved whole-cluster gang was pushed back by
-// a week this way).
+// the job being placed. Such a victim is never chosen, for priority or
+// reclaim: what it frees belongs to a reservation the preemptor would
+// outlast, and placing the preemptor there would delay the reservation by
+// the preemptor's whole runtime (on gen:llm seed 42 a starved whole-cluster
+// gang was pushed back by more than four days this way).
 func (m *roomMaker) onReserved(rj RunningJob) bool {
 	if m.reserved == nil {
 		return false
