@@ -22,6 +22,9 @@ type Holder struct {
 	Job   *workload.Job
 	Pods  []Placed
 	Start time.Time
+	// End, when set, is when the holder is taken to end instead of its
+	// estimate (a job to be evicted: the time it is evicted).
+	End time.Time
 }
 
 // Slot is where and when a blocked gang is expected to fit.
@@ -54,11 +57,14 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 	}
 	var rel []release
 	for i, hd := range holders {
-		d, _, ok := Runtime(h, hd.Job)
-		if !ok {
-			continue
+		end := hd.End
+		if end.IsZero() {
+			d, _, ok := Runtime(h, hd.Job)
+			if !ok {
+				continue
+			}
+			end = hd.Start.Add(d)
 		}
-		end := hd.Start.Add(d)
 		if end.Before(now) {
 			// Overdue against its estimate: expected to end any moment.
 			end = now

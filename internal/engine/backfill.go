@@ -9,6 +9,7 @@ import (
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -314,10 +315,17 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 			continue
 		}
 		tries++
-		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, func(n int) bool { return reserved[n] })
+		blocked := func(n int) bool { return reserved[n] }
+		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked)
 		if !ok {
 			noSlot[key] = true
 			continue
+		}
+		if slot.Start.After(b.s.Now) && b.evictStragglers(pj.Job, g, slot, blocked, plan) {
+			// The jobs that kept it waiting are gone: its start is earlier.
+			if earlier, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked); ok {
+				slot = earlier
+			}
 		}
 		b.add(pj.Job, slot, plan)
 		plan.Stats.StarvedReservations++
@@ -328,6 +336,143 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 			return
 		}
 	}
+}
+
+// Straggler eviction: a starved job's reservation often waits on a few
+// small long jobs while the rest of its domain, already drained, sits idle
+// or runs only short backfill (on gen:llm seed 48 a whole-cluster gang
+// waited 131 h, reserved up to 140 h ahead, the cluster mostly idle). The
+// latest-ending jobs in its way are evicted when they are few and cheap
+// next to the time they cost it:
+const (
+	// stragglerShare: the evicted jobs hold at most this share of the
+	// starved job's GPUs (1/stragglerShare).
+	stragglerShare = 8
+	// stragglerCost: the work they lose (GPU-seconds since their last
+	// checkpoint plus restart overhead) times this is at most the starved
+	// job's GPUs times the time its start moves earlier.
+	stragglerCost = 4
+)
+
+// evictStragglers looks at the running jobs on slot's nodes that starved
+// job j (gang g) waits for and may evict: preemptible (not protected), of
+// no higher priority, not themselves started after starving. Taking the
+// latest-ending first, up to 1/stragglerShare of j's GPUs, it replays the
+// ends with them gone now; if j would start earlier and the work lost is
+// small (stragglerCost), the ones that still matter are evicted. Only
+// without queues (a queue's jobs are evicted by its own rules) and only
+// where preemption is on. It reports whether it evicted.
+func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot backfill.Slot, blocked func(int) bool, plan *Plan) bool {
+	if b.room == nil || b.qs != nil {
+		return false
+	}
+	b.syncEvictions(plan)
+	on := map[int]bool{}
+	for _, n := range slot.Nodes {
+		on[n] = true
+	}
+	running := map[workload.JobID]RunningJob{}
+	for _, rj := range b.s.Running {
+		running[rj.Job.ID] = rj
+	}
+	starved := map[workload.JobID]bool{}
+	for i, rj := range b.room.running {
+		starved[rj.Job.ID] = b.room.starvedRun != nil && b.room.starvedRun[i]
+	}
+	never := b.s.Now.Add(100 * 365 * 24 * time.Hour)
+	endOf := func(h backfill.Holder) time.Time {
+		if d, _, ok := backfill.Runtime(b.s.Runtimes, h.Job); ok {
+			return h.Start.Add(d)
+		}
+		return never
+	}
+	type cand struct {
+		i     int // in live
+		end   time.Time
+		milli int64
+	}
+	live := b.live()
+	var cands []cand
+	for i, h := range live {
+		rj, ok := running[h.Job.ID]
+		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] || b.shrunk[h.Job.ID] || b.otherEvs[h.Job.ID] ||
+			b.room.gone[h.Job.ID] || preempt.Protected(rj.Job, RunFor(rj, b.s.Now)) != "" {
+			continue
+		}
+		in := false
+		var milli int64
+		for _, p := range h.Pods {
+			in = in || on[p.Node]
+			milli += p.Alloc.GPUMilli()
+		}
+		if in && endOf(h).After(b.s.Now) {
+			cands = append(cands, cand{i: i, end: endOf(h), milli: milli})
+		}
+	}
+	sort.Slice(cands, func(a, c int) bool {
+		if !cands[a].end.Equal(cands[c].end) {
+			return cands[a].end.After(cands[c].end)
+		}
+		return live[cands[a].i].Job.ID < live[cands[c].i].Job.ID
+	})
+	var held int64
+	trial := append([]backfill.Holder(nil), live...)
+	var picked []cand
+	for _, c := range cands {
+		if (held+c.milli)*stragglerShare > j.GPUMilli() {
+			break
+		}
+		held += c.milli
+		trial[c.i].End = b.s.Now
+		picked = append(picked, c)
+	}
+	if len(picked) == 0 {
+		return false
+	}
+	earlier, ok := backfill.Earliest(b.view, trial, g, b.s.Now, b.s.Runtimes, blocked)
+	if !ok || !earlier.Start.Before(slot.Start) {
+		return false
+	}
+	uses := map[int]bool{}
+	for _, n := range earlier.Nodes {
+		uses[n] = true
+	}
+	var victims []RunningJob
+	var lost float64
+	for _, c := range picked {
+		h := live[c.i]
+		in := false
+		for _, p := range h.Pods {
+			in = in || uses[p.Node]
+		}
+		if !in || !c.end.After(earlier.Start) {
+			continue
+		}
+		rj := running[h.Job.ID]
+		victims = append(victims, rj)
+		lost += RestartCost(rj, nil, b.s.Now)
+	}
+	gain := float64(j.GPUMilli()) / workload.MilliPerGPU * slot.Start.Sub(earlier.Start).Seconds()
+	if len(victims) == 0 || lost*stragglerCost > gain {
+		return false
+	}
+	sort.Slice(victims, func(a, c int) bool { return victims[a].Job.ID < victims[c].Job.ID })
+	for _, rj := range victims {
+		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: RestartCost(rj, nil, b.s.Now),
+			Message: fmt.Sprintf("evicted for job %s, waiting past the starvation age: without its %d longest jobs in the way it starts in ~%s instead of ~%s",
+				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(b.s.Now)), backfill.Humanize(slot.Start.Sub(b.s.Now)))}
+		for _, p := range rj.Pods {
+			ev.Pods = append(ev.Pods, p.Pod)
+			b.view.Release(p.NodeIndex, p.Alloc)
+		}
+		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
+		plan.Evictions = append(plan.Evictions, ev)
+		plan.Stats.Evictions++
+		b.gone[rj.Job.ID] = true
+		b.taken(rj.Job.ID)
+	}
+	b.seenEvs = len(plan.Evictions)
+	return true
 }
 
 // reservationOf returns the index of j's reservation, or -1.
@@ -368,7 +513,12 @@ func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *
 	b.syncEvictions(plan)
 	slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, b.holds.Held)
 	if !ok {
-		if len(b.s.Running) > 0 {
+		switch {
+		case len(b.res) > 0:
+			// Earlier reservations may hold the room it needs (it would
+			// not end before they start): estimates are not the only cause.
+			r.Message += "; no reservation: the room it needs is held for jobs reserved ahead of it, or the jobs in its way have no runtime estimate"
+		case len(b.s.Running) > 0:
 			// Without running jobs nothing corral knows will free the room:
 			// blaming estimates would mislead.
 			r.Message += "; no reservation: the jobs in its way have no runtime estimate"
@@ -661,6 +811,22 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 // queue limits, and the jobs stopped at their max runtime are no victims.
 func (b *backfiller) attach(room *roomMaker, qs *queueState) {
 	b.room, b.qs = room, qs
+	if room != nil && b.mode == Corral {
+		// Preemption honours reservations as placement does: it may not
+		// free reserved nodes for a job that may not use them.
+		room.reserved = b.holds.Held
+		if b.cfg.StarveAfter > 0 {
+			// A job that started after waiting past the starvation age is
+			// not evicted for priority: it would wait, and drain its
+			// domain, all over again, so the bound on its wait would not
+			// hold. (A whole-cluster gang started after a four-day drain
+			// was evicted within the hour for a one-GPU job.)
+			room.starvedRun = make([]bool, len(room.running))
+			for i, rj := range room.running {
+				room.starvedRun[i] = rj.Start.Sub(rj.Job.Submit) >= b.cfg.StarveAfter
+			}
+		}
+	}
 	for id := range b.gone {
 		b.taken(id)
 	}

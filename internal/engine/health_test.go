@@ -422,7 +422,7 @@ func TestGangSpanningRacksKeepsItsReplacementInItsRacks(t *testing.T) {
 // rest of the gang, but never again the pod remediation already evicted (a
 // driver fails evicting a pod twice).
 func TestNoPodEvictedTwiceInOnePlan(t *testing.T) {
-	victim := build.Job("victim").Pods(2).GPUs(8).Preemptible().Obj()
+	victim := build.Job("victim").Pods(2).GPUs(8).Preemptible().Submit(t0.Unix()).Obj()
 	w := newHealthWorld(t, victim, "r0-n-0", "r0-n-1")
 	for _, n := range []string{"r1-n-0", "r1-n-1", "r1-n-2"} {
 		w.fillNode(t, n)

@@ -25,6 +25,12 @@ func h100(n int64) queue.Amounts { return queue.Amounts{queue.GPU("H100"): n * w
 // it had started at start, and takes its capacity from s.
 func pin(t *testing.T, s *cluster.State, j *workload.Job, start time.Time, nodes ...string) RunningJob {
 	t.Helper()
+	if j.Submit.Equal(bfEpoch) {
+		// Not given a submit time: submitted when it started. (A job that
+		// started only after waiting past the starvation age is not
+		// preempted for priority.)
+		j.Submit = start
+	}
 	rj := RunningJob{Job: j, Start: start}
 	k := 0
 	j.EachPod(func(ref workload.PodRef, r workload.Request) {
