@@ -3,9 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -470,21 +468,6 @@ func draPodSpec(template string) corev1.PodSpec {
 // returned stop is called or the test ends.
 func startCorralStoppable(t *testing.T, c *framework.Cluster) (stop func()) {
 	t.Helper()
-	s, err := kube.New(c.Client, c.Dynamic, kube.Options{CycleInterval: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("scheduler: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
+	_, stop = startCorralWith(t, c, kube.Options{})
 	return stop
 }

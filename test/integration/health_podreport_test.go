@@ -23,40 +23,9 @@ import (
 // KEP-4680); corral evicts that rank, says why, and places the recreated pod
 // in the same rack on a healthy node, while the report's pod is gone.
 func TestPodReportedUnhealthyGPUIsRemediated(t *testing.T) {
-	c := framework.Start(t, framework.Options{FeatureGates: map[string]bool{"ResourceHealthStatus": true}})
-	installCRDs(t, c)
-	createTopology(t, c, "rack")
-	addRacks(t, c, 2, 3)
-	ns := namespace(t, c, "podreport-")
-	hogs := namespace(t, c, "hogs-")
-	occupy(t, c, hogs, "r1-n0")
-	occupy(t, c, hogs, "r1-n1")
-	startCorral(t, c)
-
-	gangPod := func(i int) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%d", i), Namespace: ns,
-			Labels: map[string]string{"app": "train"},
-			Annotations: map[string]string{v1alpha1.AnnotationGang: "train", v1alpha1.AnnotationMinMembers: "2",
-				v1alpha1.AnnotationRequiredTopology: "rack"}},
-			Spec: gpuPodSpec(8)}
-	}
+	g := startRackGang(t, framework.Options{FeatureGates: map[string]bool{"ResourceHealthStatus": true}})
+	c, ns, pods, gangPod := g.c, g.ns, g.pods, g.pod
 	ctx := context.Background()
-	for i := 0; i < 2; i++ {
-		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, gangPod(i), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var pods []corev1.Pod
-	eventually(t, 60*time.Second, "the gang running", func() (bool, string) {
-		pods = podsOf(t, c, ns, "train")
-		running := 0
-		for _, p := range pods {
-			if p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 {
-				running++
-			}
-		}
-		return running == 2, fmt.Sprintf("%d running", running)
-	})
 	victim := pods[0]
 	failedNode := victim.Spec.NodeName
 	failedGPU := strings.Split(victim.Annotations[v1alpha1.AnnotationAssignedGPUs], ",")[2]

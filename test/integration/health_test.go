@@ -16,42 +16,61 @@ import (
 	"github.com/corral-dev/corral/test/integration/framework"
 )
 
-// TestFailedGPUReplacesTheRankInItsRack: a health agent marks a GPU under a
-// running 2-node gang unhealthy; corral evicts only that rank, says why on
-// the pod and on the node, and places the recreated pod on a healthy node
-// of the same rack, never on the failed GPU.
-func TestFailedGPUReplacesTheRankInItsRack(t *testing.T) {
-	c := framework.Start(t, framework.Options{})
+// rackGang is a running 2-pod gang "train" (8 GPUs a pod, rack required)
+// in rack r0 of two racks of three nodes, with two nodes of r1 taken, so
+// that r0 keeps one node free for a replacement and r1 one free node that a
+// replacement placed anywhere could take.
+type rackGang struct {
+	c    *framework.Cluster
+	ns   string
+	pods []corev1.Pod            // the gang's pods, running, in name order
+	pod  func(i int) *corev1.Pod // rank i's pod, as its owner would create it
+}
+
+func startRackGang(t *testing.T, opts framework.Options) rackGang {
+	t.Helper()
+	c := framework.Start(t, opts)
 	installCRDs(t, c)
 	createTopology(t, c, "rack")
 	addRacks(t, c, 2, 3)
-	ns := namespace(t, c, "health-")
+	g := rackGang{c: c, ns: namespace(t, c, "health-")}
 	hogs := namespace(t, c, "hogs-")
-	// r1 has one free node, so the gang (rack required) goes to r0, which
-	// keeps one node free for the replacement. r1-n2 stays free as well: a
-	// replacement placed anywhere could take it.
 	occupy(t, c, hogs, "r1-n0")
 	occupy(t, c, hogs, "r1-n1")
 	startCorral(t, c)
-
-	gangPod := func(i int) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%d", i), Namespace: ns,
+	g.pod = func(i int) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("train-%d", i), Namespace: g.ns,
 			Labels: map[string]string{"app": "train"},
 			Annotations: map[string]string{v1alpha1.AnnotationGang: "train", v1alpha1.AnnotationMinMembers: "2",
 				v1alpha1.AnnotationRequiredTopology: "rack"}},
 			Spec: gpuPodSpec(8)}
 	}
-	ctx := context.Background()
 	for i := 0; i < 2; i++ {
-		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, gangPod(i), metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().Pods(g.ns).Create(context.Background(), g.pod(i), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var pods []corev1.Pod
-	eventually(t, 60*time.Second, "the gang bound", func() (bool, string) {
-		pods = podsOf(t, c, ns, "train")
-		return boundCount(pods) == 2, fmt.Sprintf("%d bound", boundCount(pods))
+	eventually(t, 60*time.Second, "the gang running", func() (bool, string) {
+		g.pods = podsOf(t, c, g.ns, "train")
+		running := 0
+		for _, p := range g.pods {
+			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 {
+				running++
+			}
+		}
+		return running == 2, fmt.Sprintf("%d running", running)
 	})
+	return g
+}
+
+// TestFailedGPUReplacesTheRankInItsRack: a health agent marks a GPU under a
+// running 2-node gang unhealthy; corral evicts only that rank, says why on
+// the pod and on the node, and places the recreated pod on a healthy node
+// of the same rack, never on the failed GPU.
+func TestFailedGPUReplacesTheRankInItsRack(t *testing.T) {
+	g := startRackGang(t, framework.Options{})
+	c, ns, pods, gangPod := g.c, g.ns, g.pods, g.pod
+	ctx := context.Background()
 	used := map[string]bool{}
 	for _, p := range pods {
 		if !strings.HasPrefix(p.Spec.NodeName, "r0-") {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,12 +69,14 @@ func createTopology(t *testing.T, c *framework.Cluster, levels ...string) {
 // startCorral runs corral's scheduler in this process until the test ends.
 func startCorral(t *testing.T, c *framework.Cluster) *kube.Scheduler {
 	t.Helper()
-	return startCorralWith(t, c, kube.Options{})
+	s, _ := startCorralWith(t, c, kube.Options{})
+	return s
 }
 
 // startCorralWith runs corral in-process with the given options (cycle
-// interval and logger are the tests').
-func startCorralWith(t *testing.T, c *framework.Cluster, opts kube.Options) *kube.Scheduler {
+// interval and logger are the tests') until stop is called or the test
+// ends.
+func startCorralWith(t *testing.T, c *framework.Cluster, opts kube.Options) (s *kube.Scheduler, stop func()) {
 	t.Helper()
 	opts.CycleInterval = 200 * time.Millisecond
 	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -89,8 +92,10 @@ func startCorralWith(t *testing.T, c *framework.Cluster, opts kube.Options) *kub
 			t.Errorf("scheduler: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return s
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return s, stop
 }
 
 type testWriter struct{ t *testing.T }
