@@ -45,8 +45,9 @@ type healthState struct {
 	// reports a terminating pod once, and never one corral evicted.
 	remediated map[types.UID]bool
 	// pods remembers the devices pods reported unhealthy (podhealth.go).
-	pods     podHealth
-	problems string // the health problems last logged
+	pods         podHealth
+	problems     string // the health problems last logged
+	poolProblems string // the pool problems last logged
 
 	remediations *prometheus.CounterVec
 	failures     prometheus.Gauge
@@ -378,6 +379,14 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 		h.problems = p
 		if p != "" {
 			s.log.Warn("health input not applied", "problems", p)
+		}
+	}
+	if p := strings.Join(plan.PoolProblems, "; "); p != h.poolProblems {
+		// A configured pool the cluster cannot hold (no node with its
+		// labels, too few GPUs of its model): said once.
+		h.poolProblems = p
+		if p != "" {
+			s.log.Warn("pool not applied", "problems", p)
 		}
 	}
 	waiting := map[string]bool{}
