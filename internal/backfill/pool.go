@@ -110,8 +110,22 @@ func Resolve(s *cluster.State, pools []Pool) ([]*ResolvedPool, []string) {
 			p.Others = PoolClosed
 		}
 		r := &ResolvedPool{Pool: p, Nodes: p.Nodes(s), member: map[int]bool{}}
+		if len(r.Nodes) == 0 {
+			problems = append(problems, fmt.Sprintf("pool %s: no node matches it", p.Name))
+			continue
+		}
+		held := 0
 		for _, n := range r.Nodes {
 			r.member[n] = true
+			for _, d := range s.Node(n).Devices {
+				if p.Model == "" || d.Model == p.Model {
+					held++
+				}
+			}
+		}
+		if len(p.NodeLabels) == 0 && held < p.GPUs {
+			// Still held: what the cluster has of it is better than nothing.
+			problems = append(problems, fmt.Sprintf("pool %s: holds %d of its %d GPUs (the cluster has no more of the model)", p.Name, held, p.GPUs))
 		}
 		out = append(out, r)
 	}

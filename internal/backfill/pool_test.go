@@ -19,6 +19,12 @@ func TestResolvePools(t *testing.T) {
 			wantNodes: map[string][]string{"p": {"r1-n-0", "r1-n-1"}}},
 		"by GPU count of a model, whole nodes in topology order": {pools: []Pool{{Name: "p", Class: "c", GPUs: 12, Model: "A100"}},
 			wantNodes: map[string][]string{"p": {"a100-0", "a100-1"}}},
+		"a pool no node matches is named and left out": {pools: []Pool{{Name: "p", Class: "c", NodeLabels: map[string]string{build.LabelPrefix + "rack": "r9"}},
+			{Name: "q", Class: "c", GPUs: 8, Model: "B200"}},
+			wantNodes: map[string][]string{}, wantProblems: []string{"pool p: no node matches it", "pool q: no node matches it"}},
+		"a pool larger than its model holds what there is, and says so": {pools: []Pool{{Name: "p", Class: "c", GPUs: 24, Model: "A100"}},
+			wantNodes:    map[string][]string{"p": {"a100-0", "a100-1"}},
+			wantProblems: []string{"pool p: holds 16 of its 24 GPUs (the cluster has no more of the model)"}},
 		"bad pools are named and left out": {
 			pools: []Pool{{Name: "ok", Class: "c", GPUs: 8}, {Name: "x", GPUs: 8}, {Name: "y", Class: "c"},
 				{Name: "z", Class: "c", GPUs: 8, Others: "Sometimes"}},
