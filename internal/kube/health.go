@@ -275,9 +275,19 @@ func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
 				by = c.Reason // e.g. DeletionByDeviceTaintManager, DeletionByTaintManager
 			}
 		}
+		where := "as the job's topology asks"
+		if kj := w.byID[workload.JobID(job)]; kj != nil {
+			if pin, ok := replacementPin(w, kj); ok {
+				// As ReplaceRanks would: the replacement joins the domain
+				// the healthy ranks run in.
+				h.pins[kj.job.ID] = pin
+				s.persistPin(ctx, kj, pin, nil)
+				where = "in " + pin.Level + " " + pin.Domain + ", with the healthy ranks"
+			}
+		}
 		s.reporter.event(p, corev1.EventTypeWarning, string(engine.CauseFailure), "Remediate",
-			"%s failed: the pod was already being deleted (%s); its replacement is placed as the job's topology asks",
-			strings.Join(what, ", "), by)
+			"%s failed: the pod was already being deleted (%s); its replacement is placed %s",
+			strings.Join(what, ", "), by, where)
 		for _, f := range lp.failures {
 			key := f.Node + "/" + f.Device
 			if h.reported[key] {
@@ -289,6 +299,30 @@ func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
 			}
 		}
 	}
+}
+
+// replacementPin is the lowest domain above the hosts that holds every
+// bound pod of a job with pods gone from a failure; false when they share
+// nothing below the cluster or none is bound.
+func replacementPin(w *world, kj *kjob) (engine.Pin, bool) {
+	st := w.state
+	var nodes []int
+	for _, ref := range kj.refs {
+		if node, ok := kj.bound[ref]; ok {
+			if n, ok := st.NodeIndex(node); ok {
+				nodes = append(nodes, n)
+			}
+		}
+	}
+	near := st.HostLevel() - 1
+	if len(nodes) == 0 || near <= 0 {
+		return engine.Pin{}, false
+	}
+	d := st.Domain(health.LowestCommon(st, nodes, near))
+	if d.Level == 0 {
+		return engine.Pin{}, false
+	}
+	return engine.Pin{Level: st.Levels()[d.Level], Domain: d.Name}, true
 }
 
 // nodeFailure reports a node that failed as a whole: not Ready, or its

@@ -54,3 +54,40 @@ func TestPinFromPods(t *testing.T) {
 		})
 	}
 }
+
+// TestReplacementPin: a pod Kubernetes deleted from a failure before corral
+// acted is replaced in the lowest domain holding the healthy ranks.
+func TestReplacementPin(t *testing.T) {
+	st := build.State(build.Topo("block", "rack"), build.Racks(2, 2))
+	w := &world{state: st}
+	gang := func(nodes ...string) *kjob {
+		kj := &kjob{job: build.Job("g").Pods(len(nodes) + 1).GPUs(8).Obj(), pods: map[workload.PodRef]*corev1.Pod{},
+			bound: map[workload.PodRef]string{}}
+		for i, n := range append(nodes, "") { // the last pod is the one gone
+			ref := workload.PodRef{Index: i}
+			kj.refs = append(kj.refs, ref)
+			kj.pods[ref] = &corev1.Pod{}
+			if n != "" {
+				kj.bound[ref] = n
+			}
+		}
+		return kj
+	}
+	for _, tc := range []struct {
+		name string
+		kj   *kjob
+		want engine.Pin
+		ok   bool
+	}{
+		{"healthy ranks in one rack", gang("r0-n-0", "r0-n-1"), engine.Pin{Level: "rack", Domain: "r0"}, true},
+		{"one healthy rank: its rack, not its host", gang("r1-n-1"), engine.Pin{Level: "rack", Domain: "r1"}, true},
+		{"no healthy rank bound", gang(), engine.Pin{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := replacementPin(w, tc.kj)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("replacementPin = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

@@ -399,7 +399,7 @@ func draTaintReplacesTheRank(t *testing.T, effect resourcev1.DeviceTaintEffect) 
 	onPod := "replacing 1 of 2 pods in rack r0"
 	if effect == resourcev1.DeviceTaintEffectNoExecute {
 		startCorral(t, c)
-		onPod = "already being deleted (DeletionByDeviceTaintManager)"
+		onPod = "already being deleted (DeletionByDeviceTaintManager); its replacement is placed in rack r0, with the healthy ranks"
 	}
 	expectFailureEvents(t, c, victim.Name, failedNode, tainted.Device, "DRA taint gpu.nvidia.com/xid=79:"+string(effect), onPod)
 
