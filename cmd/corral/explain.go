@@ -13,11 +13,14 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/kube"
 )
 
 func newExplainCmd() *cobra.Command {
-	var kubeconfig, schedulerName, topology, output string
+	var kubeconfig, schedulerName, topology, output, config string
 	cmd := &cobra.Command{
 		Use:   "explain NAMESPACE/POD",
 		Short: "Say why a pod's job is pending and what would have to change",
@@ -43,8 +46,31 @@ constraint), the reason it waits, and what would let it start.`,
 			if err != nil {
 				return err
 			}
-			s, err := kube.New(client, dyn, kube.Options{SchedulerName: schedulerName, TopologyName: topology,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			opts := kube.Options{SchedulerName: schedulerName, TopologyName: topology,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if config != "" {
+				// See what the scheduler sees: its name, topology, spares,
+				// pools and backfill settings (flags given here win).
+				c, err := v1alpha1.LoadConfig(config)
+				if err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("scheduler-name") {
+					opts.SchedulerName = c.SchedulerName
+				}
+				if !cmd.Flags().Changed("topology") {
+					opts.TopologyName = c.TopologyName
+				}
+				opts.GPUResource, opts.DRADriver, opts.NodeSelector = c.GPUResourceName, c.DRADriver, c.ManagedNodeSelector
+				if opts.Spares, err = health.ParseSpares(sparesSpec(c.Spares)); err != nil {
+					return err
+				}
+				opts.Pools = poolsOf(c.Pools)
+				opts.Backfill = engine.BackfillConfig{MaxReservations: c.Backfill.MaxReservations,
+					MaxReservationsPerQueue: c.Backfill.MaxReservationsPerQueue, StarveAfter: c.Backfill.StarveAfter.Duration,
+					OnMaxRuntime: engine.MaxRuntimeAction(c.Backfill.OnMaxRuntime)}
+			}
+			s, err := kube.New(client, dyn, opts)
 			if err != nil {
 				return err
 			}
@@ -67,6 +93,7 @@ constraint), the reason it waits, and what would let it start.`,
 	cmd.Flags().StringVar(&schedulerName, "scheduler-name", "corral", "the scheduler's name")
 	cmd.Flags().StringVar(&topology, "topology", "", "Topology object (default: the only one)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVar(&config, "config", "", "the scheduler's SchedulerConfiguration file, to explain with its spares, pools and backfill settings")
 	return cmd
 }
 

@@ -181,11 +181,7 @@ func runScheduler(o schedulerOptions) error {
 	if m := o.onMaxRuntime; m != "" && m != string(engine.Terminate) && m != string(engine.Requeue) {
 		return fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", m)
 	}
-	var pools []backfill.Pool
-	for _, pc := range o.pools {
-		pools = append(pools, backfill.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
-			GPUs: pc.GPUs, Model: pc.Model, Others: backfill.PoolAccess(pc.Others)})
-	}
+	pools := poolsOf(o.pools)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -259,4 +255,14 @@ func sparesSpec(cs []v1alpha1.SpareConfig) string {
 		items = append(items, item)
 	}
 	return strings.Join(items, ",")
+}
+
+// poolsOf converts the configuration's pools for the engine.
+func poolsOf(cs []v1alpha1.PoolConfig) []backfill.Pool {
+	var pools []backfill.Pool
+	for _, pc := range cs {
+		pools = append(pools, backfill.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
+			GPUs: pc.GPUs, Model: pc.Model, Others: backfill.PoolAccess(pc.Others)})
+	}
+	return pools
 }

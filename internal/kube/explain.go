@@ -39,10 +39,12 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 	if err := s.cache.Start(ctx); err != nil {
 		return nil, err
 	}
-	w, err := s.cache.buildWorld(s.opts.Clock())
+	now := s.opts.Clock()
+	w, err := s.cache.buildWorld(now)
 	if err != nil {
 		return nil, err
 	}
+	s.complete(w, now)
 	var kj *kjob
 	var ref workload.PodRef
 	for _, j := range w.jobs {

@@ -186,6 +186,17 @@ func (s *Scheduler) safeCycle(ctx context.Context) (res CycleResult, err error) 
 	return s.Cycle(ctx)
 }
 
+// complete adds to a world's snapshot what the cache does not hold: health
+// (failures, suspects, spares, replacement pins), the runtime history and
+// the configured pools. Cycle and Explain both use it, so that explain
+// sees what a cycle sees.
+func (s *Scheduler) complete(w *world, now time.Time) {
+	s.addHealth(w, now) // health.go
+	s.runtimes.track(w, s.cache.listPods())
+	w.snap.Runtimes = &s.runtimes.hist
+	w.snap.Pools = s.opts.Pools
+}
+
 // Cycle runs one scheduling cycle: snapshot, engine, bindings, reasons.
 func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	var res CycleResult
@@ -194,10 +205,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	if err != nil {
 		return res, err
 	}
-	s.addHealth(w, start) // health.go: failures, suspects, running jobs, replacement pins
-	s.runtimes.track(w, s.cache.listPods())
-	w.snap.Runtimes = &s.runtimes.hist
-	w.snap.Pools = s.opts.Pools
+	s.complete(w, start)
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
 	}
