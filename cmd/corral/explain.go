@@ -13,9 +13,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/corral-dev/corral/api/v1alpha1"
-	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/kube"
 )
 
@@ -46,30 +43,18 @@ constraint), the reason it waits, and what would let it start.`,
 			if err != nil {
 				return err
 			}
-			opts := kube.Options{SchedulerName: schedulerName, TopologyName: topology,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			if config != "" {
-				// See what the scheduler sees: its name, topology, spares,
-				// pools and backfill settings (flags given here win).
-				c, err := v1alpha1.LoadConfig(config)
-				if err != nil {
-					return err
-				}
-				if !cmd.Flags().Changed("scheduler-name") {
-					opts.SchedulerName = c.SchedulerName
-				}
-				if !cmd.Flags().Changed("topology") {
-					opts.TopologyName = c.TopologyName
-				}
-				opts.GPUResource, opts.DRADriver, opts.NodeSelector = c.GPUResourceName, c.DRADriver, c.ManagedNodeSelector
-				if opts.Spares, err = health.ParseSpares(sparesSpec(c.Spares)); err != nil {
-					return err
-				}
-				opts.Pools = poolsOf(c.Pools)
-				opts.Backfill = engine.BackfillConfig{MaxReservations: c.Backfill.MaxReservations,
-					MaxReservationsPerQueue: c.Backfill.MaxReservationsPerQueue, StarveAfter: c.Backfill.StarveAfter.Duration,
-					OnMaxRuntime: engine.MaxRuntimeAction(c.Backfill.OnMaxRuntime)}
+			// With --config, explain sees what the scheduler sees: its
+			// name, topology, spares, pools and backfill settings (flags
+			// given here win).
+			o := schedulerOptions{name: schedulerName, topology: topology, config: config}
+			if err := applyConfigFile(&o, cmd.Flags().Changed); err != nil {
+				return err
 			}
+			opts, err := o.adapterOptions()
+			if err != nil {
+				return err
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			s, err := kube.New(client, dyn, opts)
 			if err != nil {
 				return err

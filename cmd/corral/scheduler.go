@@ -174,14 +174,10 @@ func runScheduler(o schedulerOptions) error {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	spares, err := health.ParseSpares(o.spares)
+	opts, err := o.adapterOptions()
 	if err != nil {
-		return fmt.Errorf("--spares: %w", err)
+		return err
 	}
-	if m := o.onMaxRuntime; m != "" && m != string(engine.Terminate) && m != string(engine.Requeue) {
-		return fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", m)
-	}
-	pools := poolsOf(o.pools)
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -202,14 +198,8 @@ func runScheduler(o schedulerOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	sched, err := kube.New(client, dyn, kube.Options{
-		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
-		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
-		Logger: log, Registry: reg, BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed, Spares: spares,
-		Backfill: engine.BackfillConfig{MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
-			StarveAfter: o.starveAfter, OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)},
-		Pools: pools,
-	})
+	opts.Logger, opts.Registry = log, reg
+	sched, err := kube.New(client, dyn, opts)
 	if err != nil {
 		return err
 	}
@@ -257,12 +247,29 @@ func sparesSpec(cs []v1alpha1.SpareConfig) string {
 	return strings.Join(items, ",")
 }
 
-// poolsOf converts the configuration's pools for the engine.
-func poolsOf(cs []v1alpha1.PoolConfig) []backfill.Pool {
+// adapterOptions is what the flags and configuration file ask of the
+// Kubernetes adapter (logger and metrics registry aside); corral scheduler
+// and corral explain both use it, so that explain decides as the scheduler
+// does.
+func (o schedulerOptions) adapterOptions() (kube.Options, error) {
+	spares, err := health.ParseSpares(o.spares)
+	if err != nil {
+		return kube.Options{}, fmt.Errorf("--spares: %w", err)
+	}
+	if m := o.onMaxRuntime; m != "" && m != string(engine.Terminate) && m != string(engine.Requeue) {
+		return kube.Options{}, fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", m)
+	}
 	var pools []backfill.Pool
-	for _, pc := range cs {
+	for _, pc := range o.pools {
 		pools = append(pools, backfill.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
 			GPUs: pc.GPUs, Model: pc.Model, Others: backfill.PoolAccess(pc.Others)})
 	}
-	return pools
+	return kube.Options{
+		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,
+		TopologyName: o.topology, NodeSelector: o.nodeSelector, CycleInterval: o.cycle,
+		BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed, Spares: spares,
+		Backfill: engine.BackfillConfig{MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
+			StarveAfter: o.starveAfter, OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)},
+		Pools: pools,
+	}, nil
 }
