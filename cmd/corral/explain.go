@@ -31,18 +31,6 @@ constraint), the reason it waits, and what would let it start.`,
 			if !ok || ns == "" || pod == "" {
 				return fmt.Errorf("want NAMESPACE/POD, got %q", args[0])
 			}
-			cfg, err := restConfig(kubeconfig)
-			if err != nil {
-				return err
-			}
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
 			// With --config, explain sees what the scheduler sees: its
 			// name, topology, spares, pools and backfill settings (flags
 			// given here win).
@@ -55,6 +43,18 @@ constraint), the reason it waits, and what would let it start.`,
 				return err
 			}
 			opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			dyn, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
 			s, err := kube.New(client, dyn, opts)
 			if err != nil {
 				return err
