@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/report"
@@ -175,7 +176,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		return err
 	}
 	if failures != nil {
-		if failures.Spares, err = sim.ParseSpares(o.spares); err != nil {
+		if failures.Spares, err = health.ParseSpares(o.spares); err != nil {
 			return err
 		}
 		if failures.Remediation, err = workload.ParseRemediation(o.remediation); err != nil {

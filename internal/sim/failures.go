@@ -157,9 +157,6 @@ func ParseFailures(spec string) (*FailureModel, error) {
 	return &m, nil
 }
 
-// ParseSpares reads spares as health.ParseSpares does.
-func ParseSpares(spec string) ([]health.Spare, error) { return health.ParseSpares(spec) }
-
 // injector draws failures as one Poisson process over every GPU and node.
 type injector struct {
 	m       FailureModel

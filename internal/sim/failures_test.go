@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -43,7 +44,7 @@ func failureRun(t *testing.T, policy engine.Policy, rem workload.Remediation, sp
 		t.Fatal(err)
 	}
 	m.Remediation = rem
-	if m.Spares, err = ParseSpares(spares); err != nil {
+	if m.Spares, err = health.ParseSpares(spares); err != nil {
 		t.Fatal(err)
 	}
 	in := gangWorkload()
