@@ -110,7 +110,7 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 		return now
 	}
 	var failures []health.Failure
-	pods := s.cache.listPods()
+	pods := w.pods
 	// Devices the pods on them report unhealthy are failed devices too.
 	byPods := map[string]podReport{}
 	for _, r := range h.pods.update(podDeviceReports(pods, st, s.cache.cfg.gpuResource, s.cache.cfg.draDriver), now) {
@@ -255,7 +255,7 @@ func leavingOnFailures(pods []*corev1.Pod, w *world, failedNodes map[string]bool
 // the old one is gone).
 func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
 	h := s.health
-	for _, lp := range leavingOnFailures(s.cache.listPods(), w, h.failed, h.remediated, s.opts.SchedulerName) {
+	for _, lp := range leavingOnFailures(w.pods, w, h.failed, h.remediated, s.opts.SchedulerName) {
 		p := lp.pod
 		what := make([]string, len(lp.failures))
 		for i, f := range lp.failures {

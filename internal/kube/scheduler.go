@@ -192,7 +192,7 @@ func (s *Scheduler) safeCycle(ctx context.Context) (res CycleResult, err error) 
 // sees what a cycle sees.
 func (s *Scheduler) complete(w *world, now time.Time) {
 	s.addHealth(w, now) // health.go
-	s.runtimes.track(w, s.cache.listPods())
+	s.runtimes.track(w, w.pods)
 	w.snap.Runtimes = &s.runtimes.hist
 	w.snap.Pools = s.opts.Pools
 }

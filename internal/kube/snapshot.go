@@ -42,6 +42,9 @@ type world struct {
 	queues *queueSet
 	// holds is what each bound pod holds (by UID), terminating ones too.
 	holds map[string]podHold
+	// pods is every pod the informer showed when the world was built, in
+	// namespace/name order: health, history and remediation read it too.
+	pods []*corev1.Pod
 }
 
 type resumeBind struct {
@@ -145,6 +148,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	w.state = state
 
 	pods := c.listPods()
+	w.pods = pods
 	assumed := c.assumedNow(pods, now)
 	lk := lookup{c: c}
 	// A pod whose claims corral already allocated (a scheduler stopped
