@@ -286,7 +286,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
-		if hc.holds.Crowds(view, max(0, view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs())) {
+		if hc.holds != nil && hc.holds.Crowds(view, max(0, view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs())) {
 			spareReleased = hc.holds.ReleaseAll(view)
 		}
 		res := placer.PlaceGang(gang)
