@@ -289,16 +289,24 @@ func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
 			"%s failed: the pod was already being deleted (%s); its replacement is placed %s",
 			strings.Join(what, ", "), by, where)
 		for _, f := range lp.failures {
-			key := f.Node + "/" + f.Device
-			if h.reported[key] {
-				continue
-			}
-			h.reported[key] = true
-			if n, ok := s.cache.nodeByName(f.Node); ok {
-				s.reporter.event(n, corev1.EventTypeWarning, "RepairNeeded", "Remediate", "%s failed under job %s: needs repair", f, job)
-			}
+			s.reportRepair(f, job)
 		}
 	}
+}
+
+// reportRepair tells once per failure, with an event on the node, that it
+// needs repair; it returns the node when this was the first report.
+func (s *Scheduler) reportRepair(f health.Failure, job string) (*corev1.Node, bool) {
+	key := f.Node + "/" + f.Device
+	if s.health.reported[key] {
+		return nil, false
+	}
+	s.health.reported[key] = true
+	n, ok := s.cache.nodeByName(f.Node)
+	if ok {
+		s.reporter.event(n, corev1.EventTypeWarning, "RepairNeeded", "Remediate", "%s failed under job %s: needs repair", f, job)
+	}
+	return n, ok
 }
 
 // replacementPin is the lowest domain above the hosts that holds every
@@ -447,16 +455,8 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 			}
 		}
 		for _, f := range r.Failed {
-			key := f.Node + "/" + f.Device
-			if h.reported[key] {
-				continue
-			}
-			h.reported[key] = true
-			if n, ok := s.cache.nodeByName(f.Node); ok {
-				s.reporter.event(n, corev1.EventTypeWarning, "RepairNeeded", "Remediate", "%s failed under job %s: needs repair", f, r.Job)
-				if s.opts.CordonFailedNodes && !n.Spec.Unschedulable && !h.cordoned[f.Node] {
-					s.cordon(ctx, n)
-				}
+			if n, first := s.reportRepair(f, string(r.Job)); first && s.opts.CordonFailedNodes && !n.Spec.Unschedulable && !h.cordoned[f.Node] {
+				s.cordon(ctx, n)
 			}
 		}
 	}

@@ -12,27 +12,32 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
+// waitingGang is a gang with pods bound on nodes and one more waiting for
+// its replacement; annotation, if set, is the pin recorded on the bound ones.
+func waitingGang(annotation string, nodes ...string) *kjob {
+	kj := &kjob{job: build.Job("g").Pods(len(nodes) + 1).GPUs(8).Obj(), pods: map[workload.PodRef]*corev1.Pod{},
+		bound: map[workload.PodRef]string{}}
+	for i, n := range append(nodes, "") {
+		ref := workload.PodRef{Index: i}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}}}
+		if n != "" {
+			p.Spec.NodeName = n
+			kj.bound[ref] = n
+			if annotation != "" {
+				p.Annotations[v1alpha1.AnnotationReplaceWithin] = annotation
+			}
+		}
+		kj.refs = append(kj.refs, ref)
+		kj.pods[ref] = p
+	}
+	return kj
+}
+
 // TestPinFromPods: after a scheduler restart the replacement pin comes back
 // from the healthy pods' annotation, unless it no longer holds them.
 func TestPinFromPods(t *testing.T) {
 	st := build.State(build.Topo("rack"), build.Racks(2, 3))
-	gang := func(annotation string, nodes ...string) *kjob {
-		kj := &kjob{pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
-		for i, n := range append(nodes, "") { // the last pod waits for its replacement
-			ref := workload.PodRef{Index: i}
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}}}
-			if n != "" {
-				p.Spec.NodeName = n
-				kj.bound[ref] = n
-				if annotation != "" {
-					p.Annotations[v1alpha1.AnnotationReplaceWithin] = annotation
-				}
-			}
-			kj.refs = append(kj.refs, ref)
-			kj.pods[ref] = p
-		}
-		return kj
-	}
+	gang := waitingGang
 	for _, tc := range []struct {
 		name string
 		kj   *kjob
@@ -60,19 +65,7 @@ func TestPinFromPods(t *testing.T) {
 func TestReplacementPin(t *testing.T) {
 	st := build.State(build.Topo("block", "rack"), build.Racks(2, 2))
 	w := &world{state: st}
-	gang := func(nodes ...string) *kjob {
-		kj := &kjob{job: build.Job("g").Pods(len(nodes) + 1).GPUs(8).Obj(), pods: map[workload.PodRef]*corev1.Pod{},
-			bound: map[workload.PodRef]string{}}
-		for i, n := range append(nodes, "") { // the last pod is the one gone
-			ref := workload.PodRef{Index: i}
-			kj.refs = append(kj.refs, ref)
-			kj.pods[ref] = &corev1.Pod{}
-			if n != "" {
-				kj.bound[ref] = n
-			}
-		}
-		return kj
-	}
+	gang := func(nodes ...string) *kjob { return waitingGang("", nodes...) }
 	for _, tc := range []struct {
 		name string
 		kj   *kjob

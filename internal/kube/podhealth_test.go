@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,26 +21,11 @@ func reportingPod(name, node string, after time.Duration, resource string, healt
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: metav1.NewTime(reportT0.Add(after))}}
 	p.Spec.NodeName = node
 	rs := corev1.ResourceStatus{Name: corev1.ResourceName(resource)}
-	for _, id := range sortedKeys(health) {
+	for _, id := range slices.Sorted(maps.Keys(health)) {
 		rs.Resources = append(rs.Resources, corev1.ResourceHealth{ResourceID: corev1.ResourceID(id), Health: health[id]})
 	}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", AllocatedResourcesStatus: []corev1.ResourceStatus{rs}}}
 	return p
-}
-
-func sortedKeys(m map[string]corev1.ResourceHealthStatus) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 func TestPodDeviceReports(t *testing.T) {

@@ -577,29 +577,17 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	// A hung job's GPUs already left the useful count.
 	useful := jr.started && jr.hungAt.IsZero()
 	for _, ref := range ev.Pods {
-		b, ok := jr.bound[ref]
-		if !ok {
+		if _, ok := jr.bound[ref]; !ok {
 			return fmt.Errorf("plan evicts pod %s that is not bound", ref)
 		}
-		r.state.Release(b.NodeIndex, b.Alloc)
-		r.allocated -= b.Alloc.GPUMilli()
-		if useful {
-			r.useful -= b.Alloc.GPUMilli()
-		}
-		delete(jr.bound, ref)
+		r.unbind(jr, ref, useful)
 	}
 	r.res.Summary.Evictions++
 	if ev.Terminal {
 		// Stopped for good (max runtime): what it ran is spent, nothing
 		// runs again.
 		for _, ref := range sortedRefs(jr.bound) {
-			b := jr.bound[ref]
-			r.state.Release(b.NodeIndex, b.Alloc)
-			r.allocated -= b.Alloc.GPUMilli()
-			if useful {
-				r.useful -= b.Alloc.GPUMilli()
-			}
-			delete(jr.bound, ref)
+			r.unbind(jr, ref, useful)
 		}
 		r.unhang(jr, now)
 		r.stopRunning(jr)
@@ -653,13 +641,7 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	}
 	// The gang broke: everything still bound goes too, and the job restarts.
 	for _, ref := range sortedRefs(jr.bound) {
-		b := jr.bound[ref]
-		r.state.Release(b.NodeIndex, b.Alloc)
-		r.allocated -= b.Alloc.GPUMilli()
-		if useful {
-			r.useful -= b.Alloc.GPUMilli()
-		}
-		delete(jr.bound, ref)
+		r.unbind(jr, ref, useful)
 	}
 	milli := jr.job.GPUMilli()
 	saved, lost := r.progress(jr, now)
@@ -687,6 +669,18 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	r.stopRunning(jr)
 	r.pending = append(r.pending, i)
 	return nil
+}
+
+// unbind gives a bound pod's capacity back; useful says whether it still
+// counted as useful work (a started job that is not hung).
+func (r *replay) unbind(jr *jobRun, ref workload.PodRef, useful bool) {
+	b := jr.bound[ref]
+	r.state.Release(b.NodeIndex, b.Alloc)
+	r.allocated -= b.Alloc.GPUMilli()
+	if useful {
+		r.useful -= b.Alloc.GPUMilli()
+	}
+	delete(jr.bound, ref)
 }
 
 // progress splits the time the job has run this time into the work its
