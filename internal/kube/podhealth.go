@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,13 +41,15 @@ type podReport struct {
 func podDeviceReports(pods []*corev1.Pod, st *cluster.State, gpuResource, draDriver string) []podReport {
 	latest := map[string]podReport{}
 	for _, p := range pods {
+		if !reportsHealth(p) {
+			continue // nearly every pod: nothing to read, nothing to look up
+		}
 		ni, ok := st.NodeIndex(p.Spec.NodeName)
 		if p.Spec.NodeName == "" || !ok {
 			continue
 		}
 		at := podChangedAt(p)
-		statuses := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-		for _, cs := range statuses {
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			for _, rs := range cs.AllocatedResourcesStatus {
 				for _, rh := range rs.Resources {
 					id, ok := reportedDevice(st, ni, string(rs.Name), string(rh.ResourceID), gpuResource, draDriver)
@@ -78,6 +81,19 @@ func podDeviceReports(pods []*corev1.Pod, st *cluster.State, gpuResource, draDri
 		out = append(out, latest[k])
 	}
 	return out
+}
+
+// reportsHealth says whether any container of the pod reports the health
+// of its allocated resources.
+func reportsHealth(p *corev1.Pod) bool {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if len(cs.AllocatedResourcesStatus) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reportedDevice maps a reported resource to a device id on node ni.
