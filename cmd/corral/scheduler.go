@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -21,9 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/kube"
 )
 
@@ -252,17 +252,17 @@ func sparesSpec(cs []v1alpha1.SpareConfig) string {
 // and corral explain both use it, so that explain decides as the scheduler
 // does.
 func (o schedulerOptions) adapterOptions() (kube.Options, error) {
-	spares, err := health.ParseSpares(o.spares)
+	spares, err := cycle.ParseSpares(o.spares)
 	if err != nil {
 		return kube.Options{}, fmt.Errorf("--spares: %w", err)
 	}
 	if m := o.onMaxRuntime; m != "" && m != string(engine.Terminate) && m != string(engine.Requeue) {
 		return kube.Options{}, fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", m)
 	}
-	var pools []backfill.Pool
+	var pools []cycle.Pool
 	for _, pc := range o.pools {
-		pools = append(pools, backfill.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
-			GPUs: pc.GPUs, Model: pc.Model, Others: backfill.PoolAccess(pc.Others)})
+		pools = append(pools, cycle.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
+			GPUs: pc.GPUs, Model: pc.Model, Others: cycle.PoolAccess(pc.Others)})
 	}
 	return kube.Options{
 		SchedulerName: o.name, GPUResource: o.gpuResource, DRADriver: o.draDriver,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -16,9 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/metrics"
-	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/report"
 	"github.com/corral-dev/corral/internal/sim"
 	"github.com/corral-dev/corral/internal/trace"
@@ -162,7 +162,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			return err
 		}
 	}
-	var queues []queue.Spec
+	var queues []cycle.QueueSpec
 	if o.queues != "" {
 		if protocol != sim.Replay {
 			return fmt.Errorf("--queues needs the replay protocol (queues divide capacity over time)")
@@ -176,7 +176,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		return err
 	}
 	if failures != nil {
-		if failures.Spares, err = health.ParseSpares(o.spares); err != nil {
+		if failures.Spares, err = cycle.ParseSpares(o.spares); err != nil {
 			return err
 		}
 		if failures.Remediation, err = workload.ParseRemediation(o.remediation); err != nil {

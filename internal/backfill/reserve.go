@@ -1,6 +1,8 @@
 package backfill
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"sort"
 	"time"
@@ -59,7 +61,7 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 	for i, hd := range holders {
 		end := hd.End
 		if end.IsZero() {
-			d, _, ok := Runtime(h, hd.Job)
+			d, _, ok := cycle.Runtime(h, hd.Job)
 			if !ok {
 				continue
 			}

@@ -1,4 +1,4 @@
-package backfill
+package cycle
 
 import (
 	"testing"
@@ -77,17 +77,5 @@ func TestHistoryWindowForgetsOldRuns(t *testing.T) {
 	var nilH *History
 	if _, _, ok := Runtime(nilH, j); ok {
 		t.Errorf("a nil history gave an estimate")
-	}
-}
-
-func TestHumanize(t *testing.T) {
-	cases := map[time.Duration]string{
-		10 * time.Second: "1 min", 40 * time.Minute: "40 min", 100 * time.Minute: "1.7 h",
-		20 * time.Hour: "20 h", 72 * time.Hour: "3.0 d",
-	}
-	for d, want := range cases {
-		if got := Humanize(d); got != want {
-			t.Errorf("Humanize(%v) = %q, want %q", d, got, want)
-		}
 	}
 }

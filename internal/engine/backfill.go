@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"sort"
 	"strings"
@@ -206,7 +208,7 @@ func (b *backfiller) admit(j *workload.Job) string {
 // endsBefore reports whether j, started now, is expected to end by t. A job
 // without any estimate is assumed never to end.
 func (b *backfiller) endsBefore(j *workload.Job, t time.Time) bool {
-	d, _, ok := backfill.Runtime(b.s.Runtimes, j)
+	d, _, ok := cycle.Runtime(b.s.Runtimes, j)
 	return ok && !b.s.Now.Add(d).After(t)
 }
 
@@ -381,7 +383,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	}
 	never := b.s.Now.Add(100 * 365 * 24 * time.Hour)
 	endOf := func(h backfill.Holder) time.Time {
-		if d, _, ok := backfill.Runtime(b.s.Runtimes, h.Job); ok {
+		if d, _, ok := cycle.Runtime(b.s.Runtimes, h.Job); ok {
 			return h.Start.Add(d)
 		}
 		return never

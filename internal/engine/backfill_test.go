@@ -78,7 +78,7 @@ func (w *world) submit(jobs ...*workload.Job) {
 	}
 }
 
-func (w *world) cycle() Plan {
+func (w *world) runCycle() Plan {
 	w.t.Helper()
 	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist, Queues: w.queues}
 	ids := make([]string, 0, len(w.running))
@@ -196,7 +196,7 @@ func TestHeadGangStartsAtItsReservation(t *testing.T) {
 							Expected(20 * time.Minute).Obj())
 					}
 				}
-				p := w.cycle()
+				p := w.runCycle()
 				if k == 0 {
 					firstRes = p.Reservations
 				}
@@ -244,7 +244,7 @@ func TestBackfillNeverDelaysTheReservation(t *testing.T) {
 			w.run(min8("busy", 60), "r0-n-0")
 			head := build.Job("head").GPUs(8).Pods(2).Required("rack").Expected(time.Hour).Priority(10).Obj()
 			w.submit(head, tc.job)
-			p := w.cycle()
+			p := w.runCycle()
 			got := outcomeOf(p, "b")
 			if got.Placed != tc.wantPlaced || !cmp.Equal(got.Nodes, tc.wantNodes) {
 				t.Fatalf("job b: placed %v on %v, want %v on %v", got.Placed, got.Nodes, tc.wantPlaced, tc.wantNodes)
@@ -258,7 +258,7 @@ func TestBackfillNeverDelaysTheReservation(t *testing.T) {
 			// Later cycles never push the reservation back.
 			for _, at := range []time.Duration{10 * time.Minute, 50 * time.Minute} {
 				w.advance(bfEpoch.Add(at))
-				p = w.cycle()
+				p = w.runCycle()
 				if _, ok := w.started["head"]; ok {
 					t.Fatalf("head started at %v, before its reservation", at)
 				}
@@ -267,7 +267,7 @@ func TestBackfillNeverDelaysTheReservation(t *testing.T) {
 				}
 			}
 			w.advance(bfEpoch.Add(time.Hour))
-			w.cycle()
+			w.runCycle()
 			if at, ok := w.started["head"]; !ok || !at.Equal(bfEpoch.Add(time.Hour)) {
 				t.Errorf("head started at %v (%v), want 60 min", at.Sub(bfEpoch), ok)
 			}
@@ -280,7 +280,7 @@ func TestReservationReason(t *testing.T) {
 	w.run(min8("a", 40), "r0-n-0")
 	w.run(min8("b", 90), "r1-n-0")
 	w.submit(build.Job("head").GPUs(8).Pods(2).Required("rack").Obj())
-	p := w.cycle()
+	p := w.runCycle()
 	if len(p.Pending) != 1 {
 		t.Fatalf("pending %+v", p.Pending)
 	}
@@ -309,7 +309,7 @@ func TestReservationCap(t *testing.T) {
 			w.run(min8("b", 90), "r1-n-0")
 			w.submit(build.Job("h1").GPUs(8).Pods(2).Required("rack").Submit(1).Obj(),
 				build.Job("h2").GPUs(8).Pods(2).Required("rack").Submit(2).Obj())
-			p := w.cycle()
+			p := w.runCycle()
 			if len(p.Reservations) != tc.want {
 				t.Errorf("%d reservations (%+v), want %d", len(p.Reservations), p.Reservations, tc.want)
 			}
@@ -328,7 +328,7 @@ func TestStrictFIFO(t *testing.T) {
 			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: pol})
 			w.run(min8("busy", 60), "r0-n-0")
 			w.submit(build.Job("head").GPUs(8).Pods(2).Obj(), min8("small", 30))
-			p := w.cycle()
+			p := w.runCycle()
 			if got := outcomeOf(p, "small").Placed; got != wantPlaced {
 				t.Errorf("small placed = %v, want %v (%+v)", got, wantPlaced, p.Pending)
 			}
@@ -377,7 +377,7 @@ func TestHeldCapacity(t *testing.T) {
 				w.run(min8("r0n1", 60), "r0-n-1")
 			}
 			w.submit(tc.job)
-			p := w.cycle()
+			p := w.runCycle()
 			if got := outcomeOf(p, "j").Nodes; !cmp.Equal(got, tc.wantNodes) {
 				t.Errorf("j placed on %v, want %v (pending %+v)", got, tc.wantNodes, p.Pending)
 			}
@@ -431,7 +431,7 @@ func TestElastic(t *testing.T) {
 			if tc.job != nil {
 				w.submit(tc.job)
 			}
-			p := w.cycle()
+			p := w.runCycle()
 			if diff := cmp.Diff(tc.wantEvict, p.Evictions); diff != "" {
 				t.Errorf("evictions (-want +got):\n%s", diff)
 			}
@@ -465,7 +465,7 @@ func TestMaxRuntime(t *testing.T) {
 			w.run(build.Job("long").GPUs(8).MaxRuntime(time.Hour).Expected(10*time.Hour).Obj(), "r0-n-0")
 			w.advance(bfEpoch.Add(tc.ran))
 			w.submit(min8("next", 30))
-			p := w.cycle()
+			p := w.runCycle()
 			if got := len(p.Evictions) == 1; got != tc.wantEvict {
 				t.Fatalf("evictions %+v, want one: %v", p.Evictions, tc.wantEvict)
 			}
@@ -512,7 +512,7 @@ func TestStarvationAge(t *testing.T) {
 			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
 			head.Submit = t0
 			w.submit(head, tc.hp)
-			p := w.cycle()
+			p := w.runCycle()
 			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced {
 				t.Errorf("hp placed = %v, want %v (reservations %+v)", got, tc.wantPlaced, p.Reservations)
 			}
@@ -551,7 +551,7 @@ func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
 			w.run(tc.running, "r0-n-0", "r0-n-1")
 			w.advance(t0.Add(2 * time.Hour))
 			w.submit(build.Job("high").GPUs(8).Priority(100).Expected(time.Hour).Obj())
-			p := w.cycle()
+			p := w.runCycle()
 			if len(p.Evictions) != 1 || p.Evictions[0].Job != "low" || p.Evictions[0].Cause != tc.want {
 				t.Errorf("evictions %+v, want one %s of low", p.Evictions, tc.want)
 			}
@@ -573,7 +573,7 @@ func TestStarvedLargestFirst(t *testing.T) {
 	small.Submit, big.Submit = t0, t0.Add(time.Minute)
 	w.advance(t0.Add(30 * time.Hour))
 	w.submit(small, big)
-	p := w.cycle()
+	p := w.runCycle()
 	if outcomeOf(p, "small").Placed {
 		t.Errorf("the small job took the big job's room")
 	}
@@ -602,7 +602,7 @@ func TestElasticGrowthStaysWithinItsQueueLimit(t *testing.T) {
 			}
 			w.queues = []queue.Spec{spec}
 			w.run(build.Job("e").Queue("a").GPUs(8).Pods(4).Min(1).Expected(time.Hour).Obj(), "r0-n-0")
-			p := w.cycle()
+			p := w.runCycle()
 			if p.Stats.PodsGrown != tc.want {
 				t.Errorf("grew %d pods, want %d", p.Stats.PodsGrown, tc.want)
 			}
@@ -660,7 +660,7 @@ func TestPreemptionKeepsReservations(t *testing.T) {
 			}
 			tc.hp.Submit = w.now
 			w.submit(tc.hp)
-			p := w.cycle()
+			p := w.runCycle()
 			var evicted []workload.JobID
 			for _, ev := range p.Evictions {
 				evicted = append(evicted, ev.Job)
@@ -688,7 +688,7 @@ func TestNoReservationReason(t *testing.T) {
 	first := build.Job("first").GPUs(8).Pods(2).Expected(time.Hour).Submit(1).Obj()
 	second := build.Job("second").GPUs(8).Pods(2).Expected(2 * time.Hour).Submit(2).Obj()
 	w.submit(first, second)
-	p := w.cycle()
+	p := w.runCycle()
 	if len(p.Reservations) != 1 || p.Reservations[0].Job != "first" {
 		t.Fatalf("reservations %+v, want first's only", p.Reservations)
 	}
@@ -739,7 +739,7 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
 			head.Submit = t0
 			w.submit(head)
-			p := w.cycle()
+			p := w.runCycle()
 			var evicted []workload.JobID
 			for _, ev := range p.Evictions {
 				evicted = append(evicted, ev.Job)

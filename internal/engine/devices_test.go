@@ -203,7 +203,7 @@ func TestMIGPlacement(t *testing.T) {
 func TestMIGAccounting(t *testing.T) {
 	s := build.State(cluster.Topology{}, []cluster.Node{
 		build.Node().Name("a").Model("H100").GPUs(1).PCIe().MIG("H100-80GB").Obj()})
-	p := cycle(s, Corral, build.Job("j1").MIG("3g.40gb").Obj(), build.Job("j2").MIG("3g.40gb").Obj(),
+	p := runCycle(s, Corral, build.Job("j1").MIG("3g.40gb").Obj(), build.Job("j2").MIG("3g.40gb").Obj(),
 		build.Job("j3").MIG("3g.40gb").Obj())
 	if len(p.Repartitions) != 1 || p.Repartitions[0].Layout.String() != "[3g.40gb@0 3g.40gb@4]" {
 		t.Fatalf("repartitions = %+v, want one into [3g.40gb@0 3g.40gb@4]", p.Repartitions)
@@ -223,7 +223,7 @@ func TestMIGAccounting(t *testing.T) {
 	if err := s.SetMIGLayout(rp.NodeIndex, rp.DeviceIndex, rp.Layout, false); err != nil {
 		t.Fatal(err)
 	}
-	p = cycle(s, Corral, build.Job("j1").MIG("3g.40gb").Obj(), build.Job("j2").MIG("1g.10gb").Obj())
+	p = runCycle(s, Corral, build.Job("j1").MIG("3g.40gb").Obj(), build.Job("j2").MIG("1g.10gb").Obj())
 	if len(p.Binds) != 1 || len(p.Repartitions) != 0 {
 		t.Fatalf("second cycle: binds %d, repartitions %d; want 1 and 0", len(p.Binds), len(p.Repartitions))
 	}
@@ -323,7 +323,7 @@ func TestGPUShares(t *testing.T) {
 			// One cycle per job, the driver applying each plan, as the fgd
 			// protocol does.
 			for _, j := range tc.jobs {
-				p := cycle(s, Corral, j)
+				p := runCycle(s, Corral, j)
 				for _, b := range p.Binds {
 					for _, pb := range b.Pods {
 						if err := s.Allocate(pb.NodeIndex, pb.Alloc); err != nil {
@@ -361,7 +361,7 @@ func TestGPUModels(t *testing.T) {
 	}
 	var nodes []string
 	for i := range 5 {
-		p := cycle(s, Corral, build.Job(fmt.Sprint("j", i)).Models("V100M16", "V100M32").Obj())
+		p := runCycle(s, Corral, build.Job(fmt.Sprint("j", i)).Models("V100M16", "V100M32").Obj())
 		for _, b := range p.Binds {
 			for _, pb := range b.Pods {
 				if err := s.Allocate(pb.NodeIndex, pb.Alloc); err != nil {

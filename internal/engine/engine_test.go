@@ -64,7 +64,7 @@ func occupy(t *testing.T, s *cluster.State, nodes ...string) {
 	}
 }
 
-func cycle(s *cluster.State, policy Policy, jobs ...*workload.Job) Plan {
+func runCycle(s *cluster.State, policy Policy, jobs ...*workload.Job) Plan {
 	snap := &Snapshot{State: s}
 	for _, j := range jobs {
 		snap.Pending = append(snap.Pending, PendingJob{Job: j})
@@ -131,7 +131,7 @@ func TestGangPlacement(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := build.State(build.Topo("rack"), build.Racks(2, 4))
 			occupy(t, s, tc.busy...)
-			got := outcomeOf(cycle(s, Corral, tc.job), tc.job.ID)
+			got := outcomeOf(runCycle(s, Corral, tc.job), tc.job.ID)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -145,7 +145,7 @@ func TestGangIsAllOrNothing(t *testing.T) {
 	s := build.State(build.Topo("rack"), build.Racks(1, 3))
 	a := build.Job("a").Pods(2).GPUs(8).Obj()
 	b := build.Job("b").Pods(2).GPUs(8).Submit(1).Obj()
-	plan := cycle(s, Corral, a, b)
+	plan := runCycle(s, Corral, a, b)
 	if got := outcomeOf(plan, "a"); !got.Placed || len(got.Nodes) != 2 {
 		t.Errorf("gang a: want placed on 2 nodes, got %+v", got)
 	}
@@ -160,7 +160,7 @@ func TestGangIsAllOrNothing(t *testing.T) {
 		t.Errorf("corral bound %d pods, want 2", pods)
 	}
 
-	spread := cycle(build.State(build.Topo("rack"), build.Racks(1, 3)), Spread, a, b)
+	spread := runCycle(build.State(build.Topo("rack"), build.Racks(1, 3)), Spread, a, b)
 	partial := 0
 	for _, bind := range spread.Binds {
 		if len(bind.Pods) < 2 {
@@ -176,7 +176,7 @@ func TestReasonsNameTheLevel(t *testing.T) {
 	s := build.State(build.Topo("rack"), build.Racks(2, 4))
 	occupy(t, s, "r0-n-0", "r1-n-0")
 	j := build.Job("a").Pods(4).GPUs(8).Required("rack").Obj()
-	plan := cycle(s, Corral, j)
+	plan := runCycle(s, Corral, j)
 	if len(plan.Pending) != 1 {
 		t.Fatalf("want 1 pending, got %+v", plan)
 	}
@@ -187,7 +187,7 @@ func TestReasonsNameTheLevel(t *testing.T) {
 		}
 	}
 
-	never := cycle(s, Corral, build.Job("b").GPUs(9).Obj())
+	never := runCycle(s, Corral, build.Job("b").GPUs(9).Obj())
 	if msg := never.Pending[0].Reason.Message; !strings.Contains(msg, "largest node has 8") {
 		t.Errorf("reason %q does not name the largest node", msg)
 	}
@@ -218,7 +218,7 @@ func TestDeviceSets(t *testing.T) {
 				if p.milli > 0 {
 					b = b.Milli(p.milli)
 				}
-				plan := cycle(s, Corral, b.Obj())
+				plan := runCycle(s, Corral, b.Obj())
 				if len(plan.Binds) != 1 {
 					t.Fatalf("%s not placed: %+v", id, plan.Pending)
 				}
@@ -242,7 +242,7 @@ func TestDeviceSets(t *testing.T) {
 
 func TestNICsFollowTheDevices(t *testing.T) {
 	s := build.State(build.Topo(), build.Node().Name("n").Times(1))
-	plan := cycle(s, Corral, build.Job("a").GPUs(2).Obj())
+	plan := runCycle(s, Corral, build.Job("a").GPUs(2).Obj())
 	if diff := cmp.Diff([]string{"mlx5_0", "mlx5_1"}, plan.Binds[0].Pods[0].NICs); diff != "" {
 		t.Errorf("NICs (-want +got):\n%s", diff)
 	}
@@ -306,7 +306,7 @@ func TestCycleNeverDoubleBooks(t *testing.T) {
 		jobs = append(jobs, b.Obj())
 	}
 	for _, policy := range Policies {
-		plan := cycle(s, policy, jobs...)
+		plan := runCycle(s, policy, jobs...)
 		used := map[string]int32{}
 		for _, b := range plan.Binds {
 			for _, p := range b.Pods {
@@ -342,15 +342,15 @@ func TestDeviceScopeIsARequirement(t *testing.T) {
 		}
 	}
 	scoped := build.Job("scoped").GPUs(2).Scope(workload.ScopePCIe).Obj()
-	if got := outcomeOf(cycle(s, Corral, scoped), "scoped"); got.Placed || got.Verdict != placement.WaitFree {
+	if got := outcomeOf(runCycle(s, Corral, scoped), "scoped"); got.Placed || got.Verdict != placement.WaitFree {
 		t.Errorf("scoped pair: want waiting, got %+v", got)
 	}
 	free := build.Job("free").GPUs(2).Obj()
-	if got := outcomeOf(cycle(s, Corral, free), "free"); !got.Placed {
+	if got := outcomeOf(runCycle(s, Corral, free), "free"); !got.Placed {
 		t.Errorf("unconstrained pair: want placed, got %+v", got)
 	}
 	empty := build.State(build.Topo(), build.Node().Name("n").Times(1))
-	plan := cycle(empty, Corral, scoped)
+	plan := runCycle(empty, Corral, scoped)
 	if len(plan.Binds) != 1 || plan.Binds[0].Pods[0].Devices[0] != "gpu0" || plan.Binds[0].Pods[0].Devices[1] != "gpu1" {
 		t.Errorf("scoped pair on an empty node: %+v", plan)
 	}
@@ -365,7 +365,7 @@ func TestDRAAndExtendedGPUsAreSeparate(t *testing.T) {
 	claim := build.Job("claim").GPUs(2).Obj()
 	claim.PodSets[0].Request.DRA = true
 	plain := build.Job("plain").GPUs(2).Obj()
-	plan := cycle(s, Corral, claim, plain)
+	plan := runCycle(s, Corral, claim, plain)
 	if got := outcomeOf(plan, "claim"); !got.Placed || got.Nodes[0] != "dra" {
 		t.Errorf("DRA request: %+v", got)
 	}
@@ -374,7 +374,7 @@ func TestDRAAndExtendedGPUsAreSeparate(t *testing.T) {
 	}
 	// With no DRA GPUs at all, a claim never fits, and says why.
 	only := build.State(build.Topo(), []cluster.Node{ext})
-	p := cycle(only, Corral, claim)
+	p := runCycle(only, Corral, claim)
 	if len(p.Pending) != 1 || p.Pending[0].Reason.Verdict != placement.NeverFits ||
 		!strings.Contains(p.Pending[0].Reason.Message, "DRA") {
 		t.Errorf("claim on a cluster without DRA GPUs: %+v", p)
@@ -385,11 +385,11 @@ func TestNodeSelectorIsHonoured(t *testing.T) {
 	s := build.State(build.Topo("rack"), build.Racks(2, 2))
 	j := build.Job("a").GPUs(8).Obj()
 	j.PodSets[0].Request.NodeLabels = map[string]string{build.LabelPrefix + "rack": "r1"}
-	if got := outcomeOf(cycle(s, Corral, j), "a"); !got.Placed || !strings.HasPrefix(got.Nodes[0], "r1-") {
+	if got := outcomeOf(runCycle(s, Corral, j), "a"); !got.Placed || !strings.HasPrefix(got.Nodes[0], "r1-") {
 		t.Errorf("selector rack r1: %+v", got)
 	}
 	j.PodSets[0].Request.NodeLabels = map[string]string{build.LabelPrefix + "rack": "r9"}
-	if got := outcomeOf(cycle(s, Corral, j), "a"); got.Placed || got.Verdict != placement.NeverFits {
+	if got := outcomeOf(runCycle(s, Corral, j), "a"); got.Placed || got.Verdict != placement.NeverFits {
 		t.Errorf("selector matching no node: %+v", got)
 	}
 }
@@ -421,7 +421,7 @@ func TestDeviceFiltersAreNotOneShape(t *testing.T) {
 		j.PodSets[0].Request.Devices = &workload.DeviceFilter{Key: dev, Groups: map[string][][]string{"dra": {{dev}}}}
 		return j
 	}
-	plan := cycle(s, Corral, only("first", "gpu0"), only("second", "gpu5"))
+	plan := runCycle(s, Corral, only("first", "gpu0"), only("second", "gpu5"))
 	if got := outcomeOf(plan, "first"); got.Placed || got.Verdict != placement.WaitFree {
 		t.Errorf("first (its one device taken): %+v", got)
 	}

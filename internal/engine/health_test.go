@@ -275,7 +275,7 @@ func TestNothingLandsOnFailedDevices(t *testing.T) {
 		jobs = append(jobs, build.Job(id).GPUs(1).Obj())
 	}
 	for _, policy := range Policies {
-		p := cycle(s, policy, jobs...)
+		p := runCycle(s, policy, jobs...)
 		assertNoFailedDevice(t, s, p)
 		placed := 0
 		for _, b := range p.Binds {

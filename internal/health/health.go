@@ -6,63 +6,21 @@
 package health
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
 )
 
-// Failure is one failed device, or a whole failed node, as a driver saw it.
-// The device's capacity is already out of the cluster.State (drivers call
-// SetDeviceHealth); the record adds what the state cannot: since when and
-// why, for WaitForRepair's limit and for messages. A failed node is also
-// marked unschedulable by the driver.
-type Failure struct {
-	Node string
-	// Device is the device id; empty means the whole node failed (NotReady,
-	// unreachable, or a fault that takes every device).
-	Device string
-	Since  time.Time
-	// Reason is one short phrase for events, e.g. "XID 79" or "NotReady".
-	Reason string
-}
-
-func (f Failure) String() string {
-	what := "node " + f.Node
-	if f.Device != "" {
-		what = fmt.Sprintf("device %s on node %s", f.Device, f.Node)
-	}
-	if f.Reason != "" {
-		what += " (" + f.Reason + ")"
-	}
-	return what
-}
-
-// Spare is capacity held back in a topology domain for replacing failed
-// ranks: ordinary placement never uses it, ReplaceRanks may.
-type Spare struct {
-	// Level is a topology level (e.g. "rack"); Domain one domain of it, or
-	// empty for every domain of the level.
-	Level  string
-	Domain string
-	// GPUs is the number of whole GPUs held in each such domain.
-	GPUs int
-	// Queue, when set, keeps the spare for replacements of that queue's
-	// jobs (the job's queue name, as in workload.Job.Queue); empty: any
-	// job's replacements may use it.
-	Queue string
-}
-
-// Suspect is a node that rejected pods at admission (for Kubernetes, pods
-// failed with UnexpectedAdmissionError: a device plugin that restarted or
-// lost its devices). Ordinary placement scores it last; at Limit rejections
-// it is left out until Until.
-type Suspect struct {
-	Node       string
-	Rejections int
-	Until      time.Time
-}
+// Failure, Spare and Suspect are the health inputs of a snapshot; they live
+// in internal/cycle, below every policy, so the Snapshot can carry them.
+type (
+	Failure = cycle.Failure
+	Spare   = cycle.Spare
+	Suspect = cycle.Suspect
+)
 
 // DefaultSuspectLimit is the number of admission rejections after which a
 // suspect node gets nothing more until its suspicion lapses.

@@ -1,10 +1,10 @@
 package health
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
 )
@@ -236,27 +236,5 @@ func (h *Holds) ReleaseAll(view *cluster.State) []SpareKey {
 	return sortedKeys(released)
 }
 
-// ParseSpares reads a spare list: comma-separated items
-// "level=GPUs" (GPUs held in every domain of the level), "level/domain=GPUs"
-// (in that domain only), each optionally followed by "@queue" (for that
-// queue's replacements only), e.g. "rack=8,cluster=16@team-a". Whether the
-// levels and domains exist is checked against the cluster each cycle
-// (ExpandSpares).
-func ParseSpares(spec string) ([]Spare, error) {
-	if strings.TrimSpace(spec) == "" {
-		return nil, nil
-	}
-	var out []Spare
-	for _, item := range strings.Split(spec, ",") {
-		item = strings.TrimSpace(item)
-		where, rest, ok := strings.Cut(item, "=")
-		gpus, queue, _ := strings.Cut(rest, "@")
-		n, err := strconv.Atoi(gpus)
-		level, domain, _ := strings.Cut(where, "/")
-		if !ok || level == "" || err != nil || n <= 0 || strings.Contains(rest, "@") && queue == "" {
-			return nil, fmt.Errorf("spares: bad item %q: want level=GPUs, level/domain=GPUs, optionally @queue (e.g. rack=8, rack/r07=8, cluster=16@team-a)", item)
-		}
-		out = append(out, Spare{Level: level, Domain: domain, GPUs: n, Queue: queue})
-	}
-	return out, nil
-}
+// ParseSpares reads a spare list; see cycle.ParseSpares.
+var ParseSpares = cycle.ParseSpares

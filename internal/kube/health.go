@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"context"
 	"fmt"
 	"sort"
@@ -109,7 +111,7 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 		h.firstSeen[key] = now
 		return now
 	}
-	var failures []health.Failure
+	var failures []cycle.Failure
 	pods := w.pods
 	// Devices the pods on them report unhealthy are failed devices too.
 	byPods := map[string]podReport{}
@@ -140,7 +142,7 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 			if st.DeviceHealthy(ni, k) {
 				continue
 			}
-			f := health.Failure{Node: n.Name, Device: node.Devices[k].ID}
+			f := cycle.Failure{Node: n.Name, Device: node.Devices[k].ID}
 			var added time.Time
 			if r, ok := byPods[n.Name+"/"+f.Device]; ok {
 				f.Reason = r.why
@@ -198,7 +200,7 @@ func (s *Scheduler) addHealth(w *world, now time.Time) {
 // corral did not evict, with what failed under it.
 type leavingPod struct {
 	pod      *corev1.Pod
-	failures []health.Failure
+	failures []cycle.Failure
 }
 
 // leavingOnFailures finds corral's pods that are already terminating on a
@@ -211,7 +213,7 @@ type leavingPod struct {
 // remediates them; without this nobody would say why they went.
 func leavingOnFailures(pods []*corev1.Pod, w *world, failedNodes map[string]bool, remediated map[types.UID]bool, scheduler string) []leavingPod {
 	type key struct{ node, device string }
-	known := map[key]health.Failure{}
+	known := map[key]cycle.Failure{}
 	for _, f := range w.snap.Failures {
 		known[key{f.Node, f.Device}] = f
 	}
@@ -221,7 +223,7 @@ func leavingOnFailures(pods []*corev1.Pod, w *world, failedNodes map[string]bool
 			continue
 		}
 		node := p.Spec.NodeName
-		var fs []health.Failure
+		var fs []cycle.Failure
 		if failedNodes[node] {
 			fs = append(fs, known[key{node, ""}])
 		} else if h, ok := w.holds[string(p.UID)]; ok {
@@ -232,7 +234,7 @@ func leavingOnFailures(pods []*corev1.Pod, w *world, failedNodes map[string]bool
 				id := w.state.Node(h.node).Devices[d.Device].ID
 				f, ok := known[key{node, id}]
 				if !ok {
-					f = health.Failure{Node: node, Device: id}
+					f = cycle.Failure{Node: node, Device: id}
 				}
 				fs = append(fs, f)
 			}
@@ -296,7 +298,7 @@ func (s *Scheduler) reportLeaving(ctx context.Context, w *world) {
 
 // reportRepair tells once per failure, with an event on the node, that it
 // needs repair; it returns the node when this was the first report.
-func (s *Scheduler) reportRepair(f health.Failure, job string) (*corev1.Node, bool) {
+func (s *Scheduler) reportRepair(f cycle.Failure, job string) (*corev1.Node, bool) {
 	key := f.Node + "/" + f.Device
 	if s.health.reported[key] {
 		return nil, false
@@ -335,18 +337,18 @@ func replacementPin(w *world, kj *kjob) (engine.Pin, bool) {
 
 // nodeFailure reports a node that failed as a whole: not Ready, or its
 // health agent's GPU condition False.
-func nodeFailure(n *corev1.Node) (health.Failure, bool) {
+func nodeFailure(n *corev1.Node) (cycle.Failure, bool) {
 	for _, c := range n.Status.Conditions {
 		switch {
 		case c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue:
-			return health.Failure{Node: n.Name, Since: c.LastTransitionTime.Time,
+			return cycle.Failure{Node: n.Name, Since: c.LastTransitionTime.Time,
 				Reason: strings.TrimSpace("NotReady " + c.Reason)}, true
 		case string(c.Type) == v1alpha1.ConditionGPUHealthy && c.Status == corev1.ConditionFalse:
-			return health.Failure{Node: n.Name, Since: c.LastTransitionTime.Time,
+			return cycle.Failure{Node: n.Name, Since: c.LastTransitionTime.Time,
 				Reason: strings.TrimSpace(v1alpha1.ConditionGPUHealthy + "=False " + c.Message)}, true
 		}
 	}
-	return health.Failure{}, false
+	return cycle.Failure{}, false
 }
 
 // deviceReason says which input marked a device failed, and since when if
@@ -376,7 +378,7 @@ func deviceReason(n *corev1.Node, id string, slices []*resourcev1.ResourceSlice,
 
 // suspectsOf counts, per node, the pods the kubelet rejected at admission
 // within the window.
-func suspectsOf(pods []*corev1.Pod, now time.Time) []health.Suspect {
+func suspectsOf(pods []*corev1.Pod, now time.Time) []cycle.Suspect {
 	last := map[string]time.Time{}
 	count := map[string]int{}
 	for _, p := range pods {
@@ -397,10 +399,10 @@ func suspectsOf(pods []*corev1.Pod, now time.Time) []health.Suspect {
 			last[p.Spec.NodeName] = at
 		}
 	}
-	var out []health.Suspect
+	var out []cycle.Suspect
 	for node, n := range count {
 		backoff := suspectBackoff << min(n-1, 8)
-		out = append(out, health.Suspect{Node: node, Rejections: n, Until: last[node].Add(min(backoff, suspectMaxBackoff))})
+		out = append(out, cycle.Suspect{Node: node, Rejections: n, Until: last[node].Add(min(backoff, suspectMaxBackoff))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"testing"
 	"time"
 
@@ -12,7 +14,6 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -31,7 +32,7 @@ func TestSuspectsFromAdmissionRejections(t *testing.T) {
 		rejected("n4", 2*time.Hour), // outside the window
 		other,
 	}
-	want := []health.Suspect{
+	want := []cycle.Suspect{
 		{Node: "n1", Rejections: 3, Until: now.Add(-time.Minute + 20*time.Minute)},
 		{Node: "n2", Rejections: 1, Until: now.Add(-3*time.Minute + 5*time.Minute)},
 	}
@@ -93,9 +94,9 @@ func TestLeavingOnFailures(t *testing.T) {
 	}
 	n, _ := s.NodeIndex("n")
 	s.SetDeviceHealth(n, 1, false)
-	taint := health.Failure{Node: "n", Device: "gpu-1", Reason: "DRA taint gpu.nvidia.com/xid=79:NoExecute"}
-	down := health.Failure{Node: "dead", Reason: "NotReady KubeletNotReady"}
-	w := &world{state: s, snap: &engine.Snapshot{Failures: []health.Failure{taint, down}}, holds: map[string]podHold{}}
+	taint := cycle.Failure{Node: "n", Device: "gpu-1", Reason: "DRA taint gpu.nvidia.com/xid=79:NoExecute"}
+	down := cycle.Failure{Node: "dead", Reason: "NotReady KubeletNotReady"}
+	w := &world{state: s, snap: &engine.Snapshot{Failures: []cycle.Failure{taint, down}}, holds: map[string]podHold{}}
 	deleted := metav1.NewTime(time.Unix(2_000, 0))
 	var pods []*corev1.Pod
 	on := func(name, node string, gpu int, terminating bool) *corev1.Pod {
@@ -115,11 +116,11 @@ func TestLeavingOnFailures(t *testing.T) {
 	on("evicted-by-corral", "n", 1, true)
 	on("other-scheduler", "n", 1, true).Spec.SchedulerName = "default-scheduler"
 
-	got := map[string][]health.Failure{}
+	got := map[string][]cycle.Failure{}
 	for _, lp := range leavingOnFailures(pods, w, map[string]bool{"dead": true}, map[types.UID]bool{"uid-evicted-by-corral": true}, "corral") {
 		got[lp.pod.Name] = lp.failures
 	}
-	want := map[string][]health.Failure{"on-taint": {taint}, "on-dead-node": {down}}
+	want := map[string][]cycle.Failure{"on-taint": {taint}, "on-dead-node": {down}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("leaving pods (-want +got):\n%s", diff)
 	}

@@ -1,13 +1,14 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -17,7 +18,7 @@ import (
 // restart it starts empty, and declared runtimes and max runtimes still
 // apply.
 type runtimeHistory struct {
-	hist backfill.History
+	hist cycle.History
 	// running is every job seen with all its pods bound: the job as the
 	// engine knew it (its queue resolved) and its pods.
 	running map[workload.JobID]trackedJob

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"testing"
 	"time"
 
@@ -8,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -66,13 +67,13 @@ func TestRuntimeHistoryLearnsFromSucceededJobs(t *testing.T) {
 			r.track(w, running)
 			// The job is gone from the world: its pods ended.
 			r.track(worldOf(nil), tc.ended)
-			// Learned estimates need backfill.MinSamples runs of a key: feed
+			// Learned estimates need cycle.MinSamples runs of a key: feed
 			// the same job until then and read the estimate.
-			for i := 1; i < backfill.MinSamples; i++ {
+			for i := 1; i < cycle.MinSamples; i++ {
 				r.track(w, running)
 				r.track(worldOf(nil), tc.ended)
 			}
-			got, _, ok := backfill.Runtime(&r.hist, job)
+			got, _, ok := cycle.Runtime(&r.hist, job)
 			if tc.want == 0 {
 				if ok {
 					t.Errorf("learned %v from a job that did not succeed", got)

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"math"
 	"sort"
@@ -16,7 +18,7 @@ import (
 // anyGPU is the queue resource a Queue's GPU resource (nvidia.com/gpu)
 // maps to while the cluster has no GPU yet: nothing is charged to it. With
 // one GPU model it maps to gpu/<model>; with several, it is ambiguous.
-const anyGPU queue.Resource = "gpu"
+const anyGPU cycle.Resource = "gpu"
 
 // maxQueueAmount bounds a quantity in a Queue (in its user unit), so that
 // the engine's milli and MiB units cannot overflow int64.
@@ -26,7 +28,7 @@ var maxQueueAmount = resource.MustParse("1e12")
 type queueSet struct {
 	// specs go into Snapshot.Queues: every queue that could be converted
 	// and is not below one that could not.
-	specs []queue.Spec
+	specs []cycle.QueueSpec
 	// tree is queue.Build over specs, for admission and problems.
 	tree *queue.Tree
 	// problems maps a queue to why it is left out (conversion first, then
@@ -57,7 +59,7 @@ func newQueueSet(objs []*v1alpha1.Queue, unreadable map[string]string, gpuResour
 	qs := &queueSet{problems: map[string][]string{}, defaults: map[string][]string{}}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Name < objs[j].Name })
 	parent := map[string]string{}
-	var all []queue.Spec
+	var all []cycle.QueueSpec
 	for _, o := range objs {
 		qs.names = append(qs.names, o.Name)
 		s, probs := queueSpec(o, gpuResource, models)
@@ -96,7 +98,7 @@ func newQueueSet(objs []*v1alpha1.Queue, unreadable map[string]string, gpuResour
 // problem ("" if none). It stops at a cycle: queue.Build reports those.
 func badAncestor(name string, parent map[string]string, problems map[string][]string) string {
 	seen := map[string]bool{name: true}
-	for p := parent[name]; p != "" && p != queue.RootName && !seen[p]; p = parent[p] {
+	for p := parent[name]; p != "" && p != cycle.RootQueue && !seen[p]; p = parent[p] {
 		if _, bad := problems[p]; bad {
 			return p
 		}
@@ -108,9 +110,9 @@ func badAncestor(name string, parent map[string]string, problems map[string][]st
 // queueSpec converts one Queue. Values the API server's validation should
 // have refused (where it was bypassed: an older CRD, a file) are problems,
 // never panics.
-func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Spec, []string) {
+func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (cycle.QueueSpec, []string) {
 	var probs []string
-	s := queue.Spec{
+	s := cycle.QueueSpec{
 		Name:       o.Name,
 		Parent:     o.Spec.Parent,
 		Priority:   o.Spec.Priority,
@@ -131,7 +133,7 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Sp
 		if err != nil {
 			probs = append(probs, "weight: "+err.Error())
 		} else {
-			s.Weight = map[queue.Resource]float64{queue.AllResources: f}
+			s.Weight = map[cycle.Resource]float64{cycle.AllResources: f}
 		}
 	}
 	if len(o.Spec.Namespaces) > 0 {
@@ -141,7 +143,7 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Sp
 			}
 		}
 	}
-	seen := map[queue.Resource]string{}
+	seen := map[cycle.Resource]string{}
 	for _, qr := range o.Spec.Resources {
 		r, unit, err := queueResource(qr.Name, gpuResource, models)
 		if err != nil {
@@ -156,7 +158,7 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Sp
 		for _, f := range []struct {
 			what string
 			q    *resource.Quantity
-			dst  *queue.Amounts
+			dst  *cycle.Amounts
 		}{{"guaranteed", qr.Guaranteed, &s.Guarantee}, {"limit", qr.Limit, &s.Limit}} {
 			if f.q == nil {
 				continue
@@ -167,7 +169,7 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Sp
 				continue
 			}
 			if *f.dst == nil {
-				*f.dst = queue.Amounts{}
+				*f.dst = cycle.Amounts{}
 			}
 			(*f.dst)[r] = v
 		}
@@ -178,7 +180,7 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (queue.Sp
 				continue
 			}
 			if s.Weight == nil {
-				s.Weight = map[queue.Resource]float64{}
+				s.Weight = map[cycle.Resource]float64{}
 			}
 			s.Weight[r] = w
 		}
@@ -238,20 +240,20 @@ func (u unit) quantity(v int64) resource.Quantity {
 // queueResource maps a Queue's resource name to the engine's name and unit.
 // The engine charges GPUs per model, so the scheduler's GPU resource is
 // the cluster's one model, and ambiguous when there are several.
-func queueResource(name, gpuResource string, models []string) (queue.Resource, unit, error) {
+func queueResource(name, gpuResource string, models []string) (cycle.Resource, unit, error) {
 	switch {
-	case name == "" || name == string(queue.AllResources):
+	case name == "" || name == string(cycle.AllResources):
 		return "", 0, fmt.Errorf("not a resource name")
 	case name == string(corev1.ResourceCPU):
-		return queue.CPU, unitMilli, nil
+		return cycle.CPU, unitMilli, nil
 	case name == string(corev1.ResourceMemory):
-		return queue.Memory, unitMiB, nil
+		return cycle.Memory, unitMiB, nil
 	case name == gpuResource:
 		switch len(models) {
 		case 0:
 			return anyGPU, unitMilli, nil
 		case 1:
-			return queue.GPU(models[0]), unitMilli, nil
+			return cycle.GPU(models[0]), unitMilli, nil
 		}
 		return "", 0, fmt.Errorf("the cluster has GPUs of %d models (%s): give the quota per model, as gpu/<model>",
 			len(models), strings.Join(models, ", "))
@@ -260,16 +262,16 @@ func queueResource(name, gpuResource string, models []string) (queue.Resource, u
 		if model == "" || strings.Contains(model, "/") {
 			return "", 0, fmt.Errorf("want gpu/<model>, e.g. gpu/H100")
 		}
-		return queue.GPU(model), unitMilli, nil
+		return cycle.GPU(model), unitMilli, nil
 	case name == string(anyGPU):
 		return "", 0, fmt.Errorf("GPUs of any model are spelled %q", gpuResource)
 	}
-	return queue.Resource(name), unitDevice, nil
+	return cycle.Resource(name), unitDevice, nil
 }
 
 // resourceList renders engine amounts for a Queue's status, with the names
 // and units users write in spec.resources. Zero amounts are left out.
-func resourceList(a queue.Amounts, gpuResource string) corev1.ResourceList {
+func resourceList(a cycle.Amounts, gpuResource string) corev1.ResourceList {
 	if len(a) == 0 {
 		return nil
 	}
@@ -281,9 +283,9 @@ func resourceList(a queue.Amounts, gpuResource string) corev1.ResourceList {
 		}
 		name, u := string(r), unitDevice
 		switch {
-		case r == queue.CPU:
+		case r == cycle.CPU:
 			u = unitMilli
-		case r == queue.Memory:
+		case r == cycle.Memory:
 			u = unitMiB
 		case r == anyGPU:
 			name, u = gpuResource, unitMilli

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"os"
 	"strings"
 	"testing"
@@ -17,7 +19,6 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -60,7 +61,7 @@ func TestQueueSpec(t *testing.T) {
 	cases := map[string]struct {
 		q      *v1alpha1.Queue
 		models []string // the cluster's GPU models
-		want   queue.Spec
+		want   cycle.QueueSpec
 		probs  []string
 	}{
 		"every unit": {
@@ -68,59 +69,59 @@ func TestQueueSpec(t *testing.T) {
 				res("gpu/H100", "8", "16", "3").res("nvidia.com/gpu", "500m", "", "").
 				res("cpu", "4", "8500m", "").res("memory", "1Gi", "1500Mi", "").res("example.com/fpga", "2", "", "").
 				weight("2").namespaces("ns-a").reclaim(v1alpha1.ReclaimPreempt).obj(),
-			want: queue.Spec{Name: "a", Parent: "org", Namespaces: []string{"ns-a"}, Reclaim: true,
-				Guarantee: queue.Amounts{"gpu/H100": 8000, "gpu": 500, "cpu": 4000, "memory": 1024, "example.com/fpga": 2},
-				Limit:     queue.Amounts{"gpu/H100": 16000, "cpu": 8500, "memory": 1500},
-				Weight:    map[queue.Resource]float64{"*": 2, "gpu/H100": 3}},
+			want: cycle.QueueSpec{Name: "a", Parent: "org", Namespaces: []string{"ns-a"}, Reclaim: true,
+				Guarantee: cycle.Amounts{"gpu/H100": 8000, "gpu": 500, "cpu": 4000, "memory": 1024, "example.com/fpga": 2},
+				Limit:     cycle.Amounts{"gpu/H100": 16000, "cpu": 8500, "memory": 1500},
+				Weight:    map[cycle.Resource]float64{"*": 2, "gpu/H100": 3}},
 		},
 		"nvidia.com/gpu is the cluster's one model": {
 			q:      queueObj("a").res("nvidia.com/gpu", "4", "8", "").obj(),
 			models: []string{"A100"},
-			want:   queue.Spec{Name: "a", Guarantee: queue.Amounts{"gpu/A100": 4000}, Limit: queue.Amounts{"gpu/A100": 8000}},
+			want:   cycle.QueueSpec{Name: "a", Guarantee: cycle.Amounts{"gpu/A100": 4000}, Limit: cycle.Amounts{"gpu/A100": 8000}},
 		},
 		"nvidia.com/gpu with several models": {
 			q:      queueObj("a").res("nvidia.com/gpu", "4", "", "").obj(),
 			models: []string{"A100", "H100"},
-			want:   queue.Spec{Name: "a"},
+			want:   cycle.QueueSpec{Name: "a"},
 			probs:  []string{`resource "nvidia.com/gpu": the cluster has GPUs of 2 models (A100, H100): give the quota per model, as gpu/<model>`},
 		},
 		"nvidia.com/gpu and its model": {
 			q:      queueObj("a").res("nvidia.com/gpu", "4", "", "").res("gpu/H100", "2", "", "").obj(),
 			models: []string{"H100"},
-			want:   queue.Spec{Name: "a", Guarantee: queue.Amounts{"gpu/H100": 4000}},
+			want:   cycle.QueueSpec{Name: "a", Guarantee: cycle.Amounts{"gpu/H100": 4000}},
 			probs:  []string{`resources "nvidia.com/gpu" and "gpu/H100" name the same resource`},
 		},
 		"memory rounds up to MiB": {
 			q:    queueObj("a").res("memory", "1M", "", "").obj(),
-			want: queue.Spec{Name: "a", Guarantee: queue.Amounts{"memory": 1}},
+			want: cycle.QueueSpec{Name: "a", Guarantee: cycle.Amounts{"memory": 1}},
 		},
 		"no resources": {
 			q:    queueObj("a").obj(),
-			want: queue.Spec{Name: "a"},
+			want: cycle.QueueSpec{Name: "a"},
 		},
 		"negative guarantee": {
 			q:     queueObj("a").res("gpu/H100", "-1", "", "").obj(),
-			want:  queue.Spec{Name: "a"},
+			want:  cycle.QueueSpec{Name: "a"},
 			probs: []string{`resource "gpu/H100" guaranteed -1: must not be negative`},
 		},
 		"zero weight": {
 			q:     queueObj("a").res("cpu", "", "", "0").weight("-1").obj(),
-			want:  queue.Spec{Name: "a"},
+			want:  cycle.QueueSpec{Name: "a"},
 			probs: []string{"weight: -1 must be a positive number", `resource "cpu" weight: 0 must be a positive number`},
 		},
 		"fractional device": {
 			q:     queueObj("a").res("example.com/fpga", "1500m", "", "").obj(),
-			want:  queue.Spec{Name: "a"},
+			want:  cycle.QueueSpec{Name: "a"},
 			probs: []string{`resource "example.com/fpga" guaranteed 1500m: must be a whole number of devices`},
 		},
 		"huge amount": {
 			q:     queueObj("a").res("cpu", "", "1e18", "").obj(),
-			want:  queue.Spec{Name: "a"},
+			want:  cycle.QueueSpec{Name: "a"},
 			probs: []string{`resource "cpu" limit 1e18: above the largest supported amount 1e12`},
 		},
 		"bad names": {
 			q:    queueObj("a").res("gpu/", "1", "", "").res("gpu", "1", "", "").res("*", "1", "", "").res("gpu/a/b", "1", "", "").obj(),
-			want: queue.Spec{Name: "a"},
+			want: cycle.QueueSpec{Name: "a"},
 			probs: []string{`resource "gpu/": want gpu/<model>, e.g. gpu/H100`,
 				`resource "gpu": GPUs of any model are spelled "nvidia.com/gpu"`,
 				`resource "*": not a resource name`,
@@ -128,17 +129,17 @@ func TestQueueSpec(t *testing.T) {
 		},
 		"self parent and bad policy": {
 			q:     queueObj("a").parent("a").reclaim("Sometimes").obj(),
-			want:  queue.Spec{Name: "a", Parent: "a"},
+			want:  cycle.QueueSpec{Name: "a", Parent: "a"},
 			probs: []string{"a queue cannot be its own parent", `reclaimPolicy "Sometimes": want Never or Preempt`},
 		},
 		"default outside namespaces": {
 			q:     queueObj("a").namespaces("x").defaultFor("y").obj(),
-			want:  queue.Spec{Name: "a", Namespaces: []string{"x"}},
+			want:  cycle.QueueSpec{Name: "a", Namespaces: []string{"x"}},
 			probs: []string{`defaultForNamespaces lists "y", which namespaces does not admit`},
 		},
 		"the same resource twice": {
 			q:     queueObj("a").res("cpu", "1", "", "").res("cpu", "2", "", "").obj(),
-			want:  queue.Spec{Name: "a", Guarantee: queue.Amounts{"cpu": 1000}},
+			want:  cycle.QueueSpec{Name: "a", Guarantee: cycle.Amounts{"cpu": 1000}},
 			probs: []string{`resources "cpu" and "cpu" name the same resource`},
 		},
 	}
@@ -243,7 +244,7 @@ func TestQueueResolve(t *testing.T) {
 }
 
 func TestResourceListRoundTrip(t *testing.T) {
-	got := resourceList(queue.Amounts{"gpu/H100": 2500, "gpu": 1000, "cpu": 1500, "memory": 2048, "example.com/fpga": 3, "zero": 0}, "nvidia.com/gpu")
+	got := resourceList(cycle.Amounts{"gpu/H100": 2500, "gpu": 1000, "cpu": 1500, "memory": 2048, "example.com/fpga": 3, "zero": 0}, "nvidia.com/gpu")
 	want := map[corev1.ResourceName]string{"gpu/H100": "2500m", "nvidia.com/gpu": "1", "cpu": "1500m", "memory": "2Gi", "example.com/fpga": "3"}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
@@ -264,7 +265,7 @@ func TestQueueStatuses(t *testing.T) {
 		queueObj("a").res("gpu/H100", "8", "", "").obj(),
 		queueObj("orphan").parent("nope").obj(),
 	}, nil, "nvidia.com/gpu", nil)
-	got := queueStatuses(qs, []engine.QueueStatus{{Name: "a", Allocated: queue.Amounts{"gpu/H100": 4000}, FairShare: queue.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu")
+	got := queueStatuses(qs, []engine.QueueStatus{{Name: "a", Allocated: cycle.Amounts{"gpu/H100": 4000}, FairShare: cycle.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu")
 	a := got["a"]
 	if c := a.Conditions[0]; c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.QueueReasonActive {
 		t.Errorf("a: condition %+v", c)
@@ -368,7 +369,7 @@ func TestQueueMetrics(t *testing.T) {
 	m := newQueueMetrics()
 	qs := newQueueSet([]*v1alpha1.Queue{queueObj("a").obj(), queueObj("orphan").parent("nope").obj()}, nil, "nvidia.com/gpu", nil)
 	m.set(queueStatuses(qs, []engine.QueueStatus{{Name: "a",
-		Allocated: queue.Amounts{"gpu/H100": 2500, "memory": 1024}, FairShare: queue.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu"))
+		Allocated: cycle.Amounts{"gpu/H100": 2500, "memory": 1024}, FairShare: cycle.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu"))
 	for _, c := range []struct {
 		g    *prometheus.GaugeVec
 		lv   []string

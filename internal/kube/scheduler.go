@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -19,9 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -46,11 +46,11 @@ type Options struct {
 	// it (health.go); off by default, since a health agent may own cordons.
 	CordonFailedNodes bool
 	// Spares are GPUs held back for replacing failed ranks (docs/health.md).
-	Spares []health.Spare
+	Spares []cycle.Spare
 	// Backfill tunes reservations, starvation and runtime limits; Pools
 	// hold capacity for classes of jobs (docs/backfill.md).
 	Backfill engine.BackfillConfig
-	Pools    []backfill.Pool
+	Pools    []cycle.Pool
 }
 
 // Scheduler drives the engine against a cluster.

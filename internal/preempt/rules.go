@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/corral-dev/corral/internal/queue"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -27,7 +27,7 @@ type Standing struct {
 	Queue    string
 	Priority int32
 	// Usage, Guarantee and Fair are the leaf queue's, now.
-	Usage, Guarantee, Fair queue.Amounts
+	Usage, Guarantee, Fair cycle.Amounts
 	// Reclaim: the queue (or an ancestor) may preempt other queues.
 	Reclaim bool
 }
@@ -57,7 +57,7 @@ func Protected(j *workload.Job, ranFor time.Duration) string {
 //
 // Priority does not count across queues: a guarantee is owed whatever the
 // borrower's priority.
-func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
+func Eligible(p Standing, charge cycle.Amounts, v Standing) Kind {
 	if p.Queue == v.Queue {
 		if v.Priority < p.Priority {
 			return ByPriority
@@ -67,7 +67,7 @@ func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
 	if !p.Reclaim {
 		return NotAllowed
 	}
-	after := queue.Amounts{}
+	after := cycle.Amounts{}
 	for r, x := range p.Usage {
 		after[r] = x
 	}
@@ -81,8 +81,8 @@ func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
 			}
 		}
 	}
-	vShare := queue.DominantShare(v.Usage, v.Fair)
-	if vShare > 1 && queue.DominantShare(after, p.Fair) < vShare {
+	vShare := cycle.DominantShare(v.Usage, v.Fair)
+	if vShare > 1 && cycle.DominantShare(after, p.Fair) < vShare {
 		return ByReclaim
 	}
 	return NotAllowed
@@ -95,15 +95,15 @@ func Eligible(p Standing, charge queue.Amounts, v Standing) Kind {
 // its fair share, with a dominant share no lower than p's queue will have
 // with the job (fair share). A queue reclaim took from is thus never owed
 // anything, and the two sides only move toward each other, never past.
-func Keeps(p Standing, charge queue.Amounts, v Standing, removed queue.Amounts) bool {
-	vAfter := queue.Amounts{}
+func Keeps(p Standing, charge cycle.Amounts, v Standing, removed cycle.Amounts) bool {
+	vAfter := cycle.Amounts{}
 	for r, x := range v.Usage {
 		vAfter[r] = x
 	}
 	for r, x := range removed {
 		vAfter[r] -= x
 	}
-	pAfter := queue.Amounts{}
+	pAfter := cycle.Amounts{}
 	for r, x := range p.Usage {
 		pAfter[r] = x
 	}
@@ -119,13 +119,13 @@ func Keeps(p Standing, charge queue.Amounts, v Standing, removed queue.Amounts) 
 	if keepsGuarantee && owedGuarantee(p, charge, pAfter) {
 		return true
 	}
-	vShare := queue.DominantShare(vAfter, v.Fair)
-	return vShare >= 1 && queue.DominantShare(pAfter, p.Fair) <= vShare
+	vShare := cycle.DominantShare(vAfter, v.Fair)
+	return vShare >= 1 && cycle.DominantShare(pAfter, p.Fair) <= vShare
 }
 
 // owedGuarantee: the job keeps p's queue within its guarantee on every
 // guaranteed resource it uses, and uses at least one.
-func owedGuarantee(p Standing, charge, after queue.Amounts) bool {
+func owedGuarantee(p Standing, charge, after cycle.Amounts) bool {
 	owed := false
 	for _, r := range charge.Resources() {
 		g := p.Guarantee[r]

@@ -35,7 +35,7 @@ func Build(specs []Spec) (*Tree, []Problem) {
 	}
 	b.specs = make([]Spec, len(specs))
 	for i := range specs {
-		s := specs[i].clone()
+		s := specs[i].Clone()
 		if s.Parent == "" {
 			s.Parent = RootName
 		}

@@ -89,7 +89,7 @@ func (t *Tree) divide(i int, share, eff []int64, r Resource) {
 	weight := make([]float64, len(ch))
 	for j, c := range ch {
 		need[j] = eff[c] - claim[j]
-		weight[j] = t.nodes[c].spec.weight(r)
+		weight[j] = t.nodes[c].spec.WeightOf(r)
 	}
 	add := waterfill(total-claims, need, weight)
 	for j, c := range ch {

@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"math"
 	"sort"
 	"time"
@@ -35,7 +37,7 @@ func (t *Tree) Order(usage map[string]Amounts, fair map[string]Amounts) []string
 		}
 		u := usage[n.spec.Name]
 		ranks = append(ranks, rank{name: n.spec.Name, under: underGuarantee(u, n.spec.Guarantee),
-			dom: DominantShare(u, fair[n.spec.Name]), prio: n.spec.Priority})
+			dom: cycle.DominantShare(u, fair[n.spec.Name]), prio: n.spec.Priority})
 	}
 	sort.Slice(ranks, func(i, j int) bool {
 		a, b := ranks[i], ranks[j]
@@ -70,24 +72,6 @@ func underGuarantee(usage, guarantee Amounts) bool {
 		has = true
 	}
 	return has
-}
-
-// DominantShare is the largest usage/fair over the resources in use: 0 for
-// no usage, +Inf when something is used that has no fair share.
-func DominantShare(usage, fair Amounts) float64 {
-	var dom float64
-	for _, r := range usage.Resources() {
-		u := usage[r]
-		if u <= 0 {
-			continue
-		}
-		f := fair[r]
-		if f <= 0 {
-			return math.Inf(1)
-		}
-		dom = max(dom, float64(u)/float64(f))
-	}
-	return dom
 }
 
 // Borrowed is what usage takes beyond the guarantee, per resource (absent

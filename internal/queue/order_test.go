@@ -67,18 +67,6 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-func TestDominantShare(t *testing.T) {
-	if got := DominantShare(nil, nil); got != 0 {
-		t.Errorf("no usage: %v", got)
-	}
-	if got := DominantShare(Amounts{h100: 1}, Amounts{CPU: 1}); !math.IsInf(got, 1) {
-		t.Errorf("usage without fair share: %v", got)
-	}
-	if got := DominantShare(Amounts{h100: 3, CPU: 1}, Amounts{h100: 4, CPU: 4}); got != 0.75 {
-		t.Errorf("dominant share: %v", got)
-	}
-}
-
 func TestStatus(t *testing.T) {
 	tree, _ := Build(specs(
 		q("org").Guarantee(h100, gpus(8)),

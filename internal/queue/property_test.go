@@ -61,7 +61,7 @@ func randomWorld(rng *rand.Rand) world {
 		if inner[i] {
 			continue
 		}
-		twin := w.specs[i].clone()
+		twin := w.specs[i].Clone()
 		twin.Name = fmt.Sprintf("%s-twin%d", twin.Name, k)
 		w.specs = append(w.specs, twin)
 		w.twins = append(w.twins, [2]string{w.specs[i].Name, twin.Name})

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"container/heap"
 	"fmt"
 	"math"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -83,7 +84,7 @@ type FailureModel struct {
 	// Remediation, when set, replaces every job's own policy.
 	Remediation workload.Remediation
 	// Spares is capacity held for replacing failed ranks (corral only).
-	Spares []health.Spare
+	Spares []cycle.Spare
 }
 
 // ParseFailures reads "llama3", "llama3,scale=200,overhead=5m" or explicit
@@ -165,7 +166,7 @@ type injector struct {
 	nodes   int
 	rate    float64 // total failures per hour
 	active  bool    // a next failure is scheduled
-	failed  map[[2]int]health.Failure
+	failed  map[[2]int]cycle.Failure
 	// seenAt is when the scheduler learns of each failure (node failures
 	// go unnoticed for NodeDetect + EvictAfter).
 	seenAt  map[[2]int]time.Time
@@ -174,7 +175,7 @@ type injector struct {
 
 func newInjector(s *cluster.State, m FailureModel, seed int64) *injector {
 	in := &injector{m: m, rng: rand.New(rand.NewPCG(uint64(seed), 0x6661696c)), // "fail"
-		nodes: s.NumNodes(), failed: map[[2]int]health.Failure{}, seenAt: map[[2]int]time.Time{}}
+		nodes: s.NumNodes(), failed: map[[2]int]cycle.Failure{}, seenAt: map[[2]int]time.Time{}}
 	for n := 0; n < s.NumNodes(); n++ {
 		for k := range s.Node(n).Devices {
 			in.devices = append(in.devices, [2]int{n, k})
@@ -201,7 +202,7 @@ func (in *injector) draw() (node, dev int) {
 
 // records lists what is failed and known to the scheduler at now, in node
 // and device order.
-func (in *injector) records(now time.Time) []health.Failure {
+func (in *injector) records(now time.Time) []cycle.Failure {
 	keys := make([][2]int, 0, len(in.failed))
 	for k := range in.failed {
 		if !in.seenAt[k].After(now) {
@@ -214,7 +215,7 @@ func (in *injector) records(now time.Time) []health.Failure {
 		}
 		return keys[i][1] < keys[j][1]
 	})
-	out := make([]health.Failure, len(keys))
+	out := make([]cycle.Failure, len(keys))
 	for i, k := range keys {
 		out[i] = in.failed[k]
 	}
@@ -254,7 +255,7 @@ func (r *replay) injectFailure(now time.Time) {
 	key := [2]int{n, k}
 	_, nodeDown := in.failed[[2]int{n, -1}]
 	if _, down := in.failed[key]; !down && !nodeDown {
-		f := health.Failure{Node: r.state.Node(n).Name, Since: now}
+		f := cycle.Failure{Node: r.state.Node(n).Name, Since: now}
 		seen, repairAt := now, now.Add(in.m.DeviceRepair)
 		if k >= 0 {
 			f.Device, f.Reason = r.state.Node(n).Devices[k].ID, "injected device failure"

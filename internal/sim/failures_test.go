@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"math"
 	"testing"
 	"time"
@@ -8,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -44,7 +45,7 @@ func failureRun(t *testing.T, policy engine.Policy, rem workload.Remediation, sp
 		t.Fatal(err)
 	}
 	m.Remediation = rem
-	if m.Spares, err = health.ParseSpares(spares); err != nil {
+	if m.Spares, err = cycle.ParseSpares(spares); err != nil {
 		t.Fatal(err)
 	}
 	in := gangWorkload()

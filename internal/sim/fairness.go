@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"sort"
 	"strings"
 	"time"
@@ -14,7 +16,7 @@ import (
 // allocation / fair share over time, and how long the queue that became
 // active last took to reach its share. Nil (no queues) measures nothing.
 type fairness struct {
-	queues []queue.Spec
+	queues []cycle.QueueSpec
 	leaves map[string]bool
 	jain   float64 // now, until the next event
 	area   float64 // jain × seconds
@@ -35,7 +37,7 @@ type fairness struct {
 // never happen.
 const shareReached = 0.95
 
-func newFairness(queues []queue.Spec, jobs []Job) *fairness {
+func newFairness(queues []cycle.QueueSpec, jobs []Job) *fairness {
 	if len(queues) == 0 {
 		return nil
 	}
@@ -67,7 +69,7 @@ func newFairness(queues []queue.Spec, jobs []Job) *fairness {
 	return f
 }
 
-func (f *fairness) specs() []queue.Spec {
+func (f *fairness) specs() []cycle.QueueSpec {
 	if f == nil {
 		return nil
 	}
@@ -134,7 +136,7 @@ func (f *fairness) track(now time.Time, short bool) {
 	}
 }
 
-func gpuMilli(a queue.Amounts) int64 {
+func gpuMilli(a cycle.Amounts) int64 {
 	var t int64
 	for r, v := range a {
 		if strings.HasPrefix(string(r), "gpu/") {

@@ -1,17 +1,17 @@
 package sim
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"container/heap"
 	"fmt"
 	"sort"
 	"time"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -142,7 +142,7 @@ type replay struct {
 	fair      *fairness
 	// hist is the completed runtimes the engine estimates from, kept here
 	// as a real driver keeps it.
-	hist   backfill.History
+	hist   cycle.History
 	wakeAt time.Time // the pending Plan.Retry event, if any
 	// requeued counts jobs requeued at their max runtime.
 	requeued int
@@ -164,7 +164,7 @@ type failureStats struct {
 // were applied; each one re-partitions an idle GPU, so a handful suffice.
 const maxRecycles = 8
 
-func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []queue.Spec, cfg Config, res *metrics.Result) ([]Rejection, error) {
+func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []cycle.QueueSpec, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
 		capacity: state.CapacityMilli(), loc: newLocality(state), fair: newFairness(queues, jobs)}
 	for i, j := range jobs {

@@ -6,13 +6,14 @@
 package sim
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
-	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -56,7 +57,7 @@ type Input struct {
 	TraceName   string
 	Jobs        []Job
 	// Queues is the queue tree the engine sees (replay); empty: no queues.
-	Queues []queue.Spec
+	Queues []cycle.QueueSpec
 }
 
 // Config is one run's settings.

@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"fmt"
 	"io"
 	"math"
@@ -8,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -17,7 +18,7 @@ func QueuePresets() []string { return []string{"teams"} }
 
 // LoadQueues reads the queues of a simulation: a preset sized to the
 // cluster ("teams") or a YAML queue file (docs/formats.md, "Queue file").
-func LoadQueues(spec string, c *ClusterSpec) ([]queue.Spec, error) {
+func LoadQueues(spec string, c *ClusterSpec) ([]cycle.QueueSpec, error) {
 	if spec == "teams" {
 		return teamsPreset(c), nil
 	}
@@ -35,22 +36,22 @@ func LoadQueues(spec string, c *ClusterSpec) ([]queue.Spec, error) {
 // teamsPreset is the three queues gen:llm submits to (team-a, team-b,
 // team-c): each is guaranteed a quarter of every GPU model and may reclaim
 // it; the spare quarter goes 1 : 2 : 1.
-func teamsPreset(c *ClusterSpec) []queue.Spec {
+func teamsPreset(c *ClusterSpec) []cycle.QueueSpec {
 	perModel := map[string]int64{}
 	for i := range c.Nodes {
 		for _, d := range c.Nodes[i].Devices {
 			perModel[d.Model]++
 		}
 	}
-	g := queue.Amounts{}
+	g := cycle.Amounts{}
 	for m, n := range perModel {
-		g[queue.GPU(m)] = n / 4 * workload.MilliPerGPU
+		g[cycle.GPU(m)] = n / 4 * workload.MilliPerGPU
 	}
 	weights := []float64{1, 2, 1}
-	var out []queue.Spec
+	var out []cycle.QueueSpec
 	for i, name := range llmQueues {
-		out = append(out, queue.Spec{Name: name, Guarantee: g.Clone(), Reclaim: true,
-			Weight: map[queue.Resource]float64{queue.AllResources: weights[i]}})
+		out = append(out, cycle.QueueSpec{Name: name, Guarantee: g.Clone(), Reclaim: true,
+			Weight: map[cycle.Resource]float64{cycle.AllResources: weights[i]}})
 	}
 	return out
 }
@@ -74,7 +75,7 @@ type queueYAML struct {
 // gpu/<model>, cores for cpu, MiB for memory, the resource's own unit
 // otherwise. Whether the tree is valid is the queue package's business: the
 // engine reports each problem in the plan.
-func ReadQueuesYAML(r io.Reader, name string) ([]queue.Spec, error) {
+func ReadQueuesYAML(r io.Reader, name string) ([]cycle.QueueSpec, error) {
 	var file queueFileYAML
 	doc, err := decodeYAML(r, name, &file)
 	if err != nil {
@@ -83,18 +84,18 @@ func ReadQueuesYAML(r io.Reader, name string) ([]queue.Spec, error) {
 	if len(file.Queues) == 0 {
 		return nil, doc.errAt("queues", []any{"queues"}, "no queues")
 	}
-	var out []queue.Spec
+	var out []cycle.QueueSpec
 	for i, q := range file.Queues {
-		s := queue.Spec{Name: q.Name, Parent: q.Parent, Priority: q.Priority, Namespaces: q.Namespaces, Reclaim: q.Reclaim}
+		s := cycle.QueueSpec{Name: q.Name, Parent: q.Parent, Priority: q.Priority, Namespaces: q.Namespaces, Reclaim: q.Reclaim}
 		for _, part := range []struct {
 			field string
 			in    map[string]float64
-			out   *queue.Amounts
+			out   *cycle.Amounts
 		}{{"guarantee", q.Guarantee, &s.Guarantee}, {"limit", q.Limit, &s.Limit}} {
 			if part.in == nil {
 				continue
 			}
-			*part.out = queue.Amounts{}
+			*part.out = cycle.Amounts{}
 			keys := make([]string, 0, len(part.in))
 			for k := range part.in {
 				keys = append(keys, k)
@@ -105,13 +106,13 @@ func ReadQueuesYAML(r io.Reader, name string) ([]queue.Spec, error) {
 				if err != nil {
 					return nil, doc.errAt(part.field, []any{"queues", i, part.field, k}, "%v", err)
 				}
-				(*part.out)[queue.Resource(k)] = v
+				(*part.out)[cycle.Resource(k)] = v
 			}
 		}
 		if q.Weight != nil {
-			s.Weight = map[queue.Resource]float64{}
+			s.Weight = map[cycle.Resource]float64{}
 			for k, v := range q.Weight {
-				s.Weight[queue.Resource(k)] = v
+				s.Weight[cycle.Resource(k)] = v
 			}
 		}
 		out = append(out, s)
@@ -125,7 +126,7 @@ func internalUnits(resource string, v float64) (int64, error) {
 	switch {
 	case strings.HasPrefix(resource, "gpu/"):
 		scale = workload.MilliPerGPU
-	case resource == string(queue.CPU):
+	case resource == string(cycle.CPU):
 		scale = 1000
 	}
 	x := v * scale

@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"strings"
 	"testing"
 
@@ -22,7 +24,7 @@ func TestQueueFile(t *testing.T) {
 		t.Errorf("leaves (-want +got):\n%s", diff)
 	}
 	a, _ := tree.Spec("team-a")
-	want := queue.Amounts{queue.GPU("H100"): 128000}
+	want := cycle.Amounts{cycle.GPU("H100"): 128000}
 	if diff := cmp.Diff(want, a.Guarantee); diff != "" {
 		t.Errorf("team-a guarantee in GPU-milli (-want +got):\n%s", diff)
 	}

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"context"
 	"fmt"
 	"strings"
@@ -13,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
@@ -97,7 +98,7 @@ func TestSparesAreHeldOnKubernetes(t *testing.T) {
 	createTopology(t, c, "rack")
 	addRacks(t, c, 1, 3)
 	ns := namespace(t, c, "spares-")
-	startCorralWith(t, c, kube.Options{Spares: []health.Spare{{Level: "rack", GPUs: 8}}})
+	startCorralWith(t, c, kube.Options{Spares: []cycle.Spare{{Level: "rack", GPUs: 8}}})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("solo-%d", i), Namespace: ns,

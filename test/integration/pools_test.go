@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/corral-dev/corral/internal/cycle"
+
 	"context"
 	"fmt"
 	"testing"
@@ -11,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
@@ -30,7 +31,7 @@ func TestPoolHeldForItsClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := namespace(t, c, "pools-")
-	startCorralWith(t, c, kube.Options{Pools: []backfill.Pool{{Name: "prefill", Class: "prefill",
+	startCorralWith(t, c, kube.Options{Pools: []cycle.Pool{{Name: "prefill", Class: "prefill",
 		NodeLabels: map[string]string{"pool": "prefill"}}}})
 	create := func(name string, labels map[string]string) {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: gpuPodSpec(8)}

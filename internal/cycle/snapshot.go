@@ -1,0 +1,90 @@
+// Package cycle is the contract of one scheduling cycle: the Snapshot the
+// engine reads, the Plan it returns, and the policy inputs a snapshot carries
+// (queue specs, pools, runtime history, failures, spares, suspects). It sits
+// below every policy package (queue, backfill, preempt, health) and the
+// engine, so each of them can name these types without importing another;
+// it holds data and small pure helpers only, no decisions.
+package cycle
+
+import (
+	"time"
+
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// PendingJob is a job with pods still waiting. Waiting lists them; nil means
+// every pod of the job.
+type PendingJob struct {
+	Job     *workload.Job
+	Waiting []workload.PodRef
+	// Within pins the waiting pods inside one topology domain. Drivers set
+	// it for the replacement ranks of a job that ReplaceRanks remediated
+	// (from Plan.Remediations); such pods are placed before other jobs and
+	// may use the spares held there. Empty: the waiting pods of a partly
+	// bound gang stay inside the domain its bound pods share at the job's
+	// required level, if it has one.
+	Within Pin
+}
+
+// Pin names one topology domain: a level and a domain name at it.
+type Pin struct {
+	Level  string
+	Domain string
+}
+
+// RunningJob is a job with pods placed and running. Its pods' capacity is
+// already taken out of Snapshot.State.
+type RunningJob struct {
+	Job  *workload.Job
+	Pods []PodBind
+	// Start is when the job (last) started running.
+	Start time.Time
+	// LastCheckpoint is when the job last saved its state, as it reported it;
+	// zero when unknown (then the checkpoint interval, if any, is assumed).
+	LastCheckpoint time.Time
+}
+
+// Snapshot is everything one cycle may look at.
+type Snapshot struct {
+	// State is the cluster's free capacity now. The engine does not change it.
+	State   *cluster.State
+	Pending []PendingJob
+	// Running lists the jobs holding capacity, for preemption, reservations
+	// and remediation. Order does not matter: the engine sorts what it uses.
+	Running []RunningJob
+	// Queues is the queue tree as admins wrote it; empty means one implicit
+	// queue holding every job.
+	Queues []QueueSpec
+	// Mix is the expected workload, used to keep capacity useful for it.
+	Mix placement.Mix
+	Now time.Time
+	// Pools is capacity held for classes of jobs (issue 6); invalid pools
+	// are left out and named in Plan.PoolProblems.
+	Pools []Pool
+	// Runtimes is the history of completed runtimes the driver keeps, for
+	// estimates of jobs that declare none; nil means no history.
+	Runtimes *History
+
+	// Health inputs (internal/health). Failures says what failed and since
+	// when (failed devices are also out of State; failed nodes are also
+	// unschedulable in it). Spares is capacity held back from ordinary
+	// placement for replacing failed ranks. Suspects are nodes that
+	// rejected pods at admission: scored last, left out at SuspectLimit
+	// rejections (0: health.DefaultSuspectLimit).
+	Failures     []Failure
+	Spares       []Spare
+	Suspects     []Suspect
+	SuspectLimit int
+}
+
+// PodBind puts one pod on a node with specific devices.
+type PodBind struct {
+	Pod       workload.PodRef
+	Node      string
+	NodeIndex int
+	Alloc     cluster.Alloc
+	Devices   []string // device ids, in the order of Alloc.Devices
+	NICs      []string // NICs sharing a PCIe switch with the devices
+}
