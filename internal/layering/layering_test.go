@@ -1,0 +1,134 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/corral-dev/corral/"
+
+// Layers, from the bottom up. A package may import its own layer's model
+// packages and any lower layer, never a higher one; the rules below spell
+// out the cases that matter.
+var (
+	// model packages: what the cluster and the jobs are, placement search.
+	model = set("internal/cluster", "internal/workload", "internal/mig", "internal/placement")
+	// contract: the Snapshot, the Plan and the policy inputs they carry.
+	contract = set("internal/cycle")
+	// policies: each decides one thing and never imports the engine.
+	policies = set("internal/queue", "internal/backfill", "internal/preempt", "internal/health")
+	// engine: the cycle that runs the policies against the ledger.
+	engine = set("internal/engine")
+	// drivers carry a Plan out; they read the engine, the contract and the
+	// model, never a policy directly.
+	drivers = set("internal/kube", "internal/sim", "cmd/corral", "test/integration", "test/integration/framework")
+)
+
+// driverExceptions are driver imports of policy packages that are still
+// there, each with the decision it stands for. They are to move into the
+// engine (issue 16, "drivers apply the Plan as given"); the test fails when
+// one disappears, so that the list only shrinks.
+var driverExceptions = map[string]string{
+	"internal/kube -> internal/queue":  "queue admission and namespace defaults are decided again in the adapter",
+	"internal/kube -> internal/health": "the adapter picks the replacement domain of a remediated rank",
+	"internal/sim -> internal/queue":   "the fairness metric builds the queue tree to compute fair shares",
+}
+
+type pkg struct {
+	path    string   // relative to the module
+	imports []string // direct imports, full paths
+	deps    []string // every transitive dependency, full paths
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps=false",
+		"-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}", module+"...").Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), "|", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[0], module) {
+			continue
+		}
+		pkgs = append(pkgs, pkg{path: strings.TrimPrefix(f[0], module),
+			imports: strings.Fields(f[1]), deps: strings.Fields(f[2])})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list found no package of the module")
+	}
+	return pkgs
+}
+
+func TestLayers(t *testing.T) {
+	pkgs := listPackages(t)
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		pure := model[p.path] || contract[p.path] || policies[p.path] || engine[p.path]
+		if pure {
+			for _, d := range p.deps {
+				if strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "sigs.k8s.io/") {
+					t.Errorf("%s depends on %s: engine packages must not know Kubernetes", p.path, d)
+					break
+				}
+			}
+		}
+		for _, full := range p.imports {
+			if !strings.HasPrefix(full, module) {
+				continue
+			}
+			imp := strings.TrimPrefix(full, module)
+			edge := p.path + " -> " + imp
+			switch {
+			case (model[p.path] || contract[p.path]) && (policies[imp] || engine[imp] || drivers[imp]):
+				t.Errorf("%s: a model or contract package imports a layer above it", edge)
+			case contract[p.path] && !model[imp]:
+				t.Errorf("%s: the contract may name only model packages", edge)
+			case policies[p.path] && (engine[imp] || drivers[imp]):
+				t.Errorf("%s: a policy must not import the engine or a driver", edge)
+			case policies[p.path] && policies[imp]:
+				t.Errorf("%s: a policy reaches another only through an interface it declares", edge)
+			case engine[p.path] && drivers[imp]:
+				t.Errorf("%s: the engine must not import a driver", edge)
+			case drivers[p.path] && policies[imp]:
+				if _, ok := driverExceptions[edge]; ok {
+					seen[edge] = true
+					continue
+				}
+				t.Errorf("%s: drivers read the engine, the contract and the model, not a policy", edge)
+			}
+		}
+	}
+	var gone []string
+	for edge := range driverExceptions {
+		if !seen[edge] {
+			gone = append(gone, edge)
+		}
+	}
+	sort.Strings(gone)
+	for _, edge := range gone {
+		t.Errorf("driverExceptions lists %s, which no longer exists: delete it from the list", edge)
+	}
+}
+
+func set(paths ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, p := range paths {
+		m[p] = true
+	}
+	return m
+}
