@@ -74,25 +74,6 @@ type Node struct {
 	Unschedulable bool // cordoned or not ready: nothing new lands here
 }
 
-// GPUModel returns the model of the node's devices, or "" for a CPU-only node.
-// Mixed nodes report their models joined by "+".
-func (n *Node) GPUModel() string {
-	var models []string
-	for _, d := range n.Devices {
-		found := false
-		for _, m := range models {
-			if m == d.Model {
-				found = true
-				break
-			}
-		}
-		if !found {
-			models = append(models, d.Model)
-		}
-	}
-	return strings.Join(models, "+")
-}
-
 // Validate reports a node no scheduler could use as described.
 func (n *Node) Validate() error {
 	switch {

@@ -51,14 +51,6 @@ func (s *State) NodeIndex(name string) (int, bool) {
 // Models lists the GPU models in the cluster, sorted.
 func (s *State) Models() []string { return s.models }
 
-// ModelIndex returns a model's index, or -1.
-func (s *State) ModelIndex(model string) int {
-	if i, ok := s.modelIndex[model]; ok {
-		return i
-	}
-	return -1
-}
-
 // Mask turns model names into a mask; an empty list accepts every model.
 // Names the cluster does not have are returned separately.
 func (s *State) Mask(models []string) (mask ModelMask, unknown []string) {

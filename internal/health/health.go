@@ -72,12 +72,6 @@ func deviceIndex(n *cluster.Node, id string) int {
 	return -1
 }
 
-// NodeFailed reports whether node n failed as a whole.
-func (ix *Index) NodeFailed(n int) (Failure, bool) {
-	f, ok := ix.node[n]
-	return f, ok
-}
-
 // podFailures lists what failed under a pod on node n holding devices:
 // the node itself, or any of its devices the state marks unhealthy (with
 // the record's detail when the driver gave one).

@@ -32,9 +32,6 @@ func (c *Cluster) PeakRSS(component string) (int64, error) {
 	return PeakRSSOf(p.cmd.Process.Pid)
 }
 
-// PeakRSSSelf is PeakRSS of the calling process.
-func PeakRSSSelf() (int64, error) { return PeakRSSOf(os.Getpid()) }
-
 // PeakRSSOf is the peak resident memory of any process, in bytes.
 func PeakRSSOf(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
