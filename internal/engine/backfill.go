@@ -138,11 +138,11 @@ func (b *backfiller) enforceMaxRuntime(plan *Plan) {
 	sort.Slice(running, func(a, c int) bool { return running[a].Job.ID < running[c].Job.ID })
 	for _, rj := range running {
 		maxRun := rj.Job.MaxRuntime
-		ran := RunFor(rj, b.s.Now)
+		ran := preempt.RunFor(rj, b.s.Now)
 		if maxRun <= 0 || ran < maxRun || len(rj.Pods) == 0 {
 			continue
 		}
-		ev := Eviction{Job: rj.Job.ID, Cause: CauseMaxRuntime, LostGPUSeconds: RestartCost(rj, nil, b.s.Now)}
+		ev := Eviction{Job: rj.Job.ID, Cause: CauseMaxRuntime, LostGPUSeconds: preempt.RestartCost(rj, nil, b.s.Now)}
 		for _, p := range rj.Pods {
 			ev.Pods = append(ev.Pods, p.Pod)
 			b.view.Release(p.NodeIndex, p.Alloc)
@@ -398,7 +398,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	for i, h := range live {
 		rj, ok := running[h.Job.ID]
 		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] || b.shrunk[h.Job.ID] || b.otherEvs[h.Job.ID] ||
-			b.room.gone[h.Job.ID] || preempt.Protected(rj.Job, RunFor(rj, b.s.Now)) != "" {
+			b.room.gone[h.Job.ID] || preempt.Protected(rj.Job, preempt.RunFor(rj, b.s.Now)) != "" {
 			continue
 		}
 		in := false
@@ -452,7 +452,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		}
 		rj := running[h.Job.ID]
 		victims = append(victims, rj)
-		lost += RestartCost(rj, nil, b.s.Now)
+		lost += preempt.RestartCost(rj, nil, b.s.Now)
 	}
 	gain := float64(j.GPUMilli()) / workload.MilliPerGPU * slot.Start.Sub(earlier.Start).Seconds()
 	if len(victims) == 0 || lost*stragglerCost > gain {
@@ -460,7 +460,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	}
 	sort.Slice(victims, func(a, c int) bool { return victims[a].Job.ID < victims[c].Job.ID })
 	for _, rj := range victims {
-		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: RestartCost(rj, nil, b.s.Now),
+		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: preempt.RestartCost(rj, nil, b.s.Now),
 			Message: fmt.Sprintf("evicted for job %s, waiting past the starvation age: without its %d longest jobs in the way it starts in ~%s instead of ~%s",
 				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(b.s.Now)), backfill.Humanize(slot.Start.Sub(b.s.Now)))}
 		for _, p := range rj.Pods {
@@ -629,7 +629,7 @@ func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
 		// The pods cut lose their work since the last checkpoint, as a
 		// preemption of them would.
-		ev.LostGPUSeconds = RestartCost(c.rj, ev.Pods, b.s.Now)
+		ev.LostGPUSeconds = preempt.RestartCost(c.rj, ev.Pods, b.s.Now)
 		plan.Evictions = append(plan.Evictions, ev)
 		b.shrunk[c.rj.Job.ID] = true
 		b.taken(c.rj.Job.ID)
@@ -676,7 +676,7 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 	}
 	costs := map[workload.JobID]float64{}
 	for _, rj := range cands {
-		costs[rj.Job.ID] = RestartCost(rj, nil, b.s.Now)
+		costs[rj.Job.ID] = preempt.RestartCost(rj, nil, b.s.Now)
 	}
 	sort.Slice(cands, func(a, c int) bool {
 		x, y := cands[a], cands[c]

@@ -51,7 +51,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 	var units []preempt.Unit
 	for _, rj := range m.running {
 		if m.gone[rj.Job.ID] || len(rj.Pods) == 0 || rj.Job.Priority > pj.Job.Priority ||
-			preempt.Protected(rj.Job, RunFor(rj, m.s.Now)) != "" {
+			preempt.Protected(rj.Job, preempt.RunFor(rj, m.s.Now)) != "" {
 			continue
 		}
 		if m.qs != nil {
@@ -68,7 +68,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 			continue
 		}
 		u := preempt.Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1,
-			Cost: RestartCost(rj, nil, m.s.Now), Gang: &g}
+			Cost: preempt.RestartCost(rj, nil, m.s.Now), Gang: &g}
 		for _, p := range rj.Pods {
 			u.Pods = append(u.Pods, preempt.Pod{Ref: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		}

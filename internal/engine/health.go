@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/corral-dev/corral/internal/preempt"
+
 	"fmt"
 	"sort"
 
@@ -82,7 +84,7 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 			lost = nil // every rank rolls back to the last checkpoint
 		}
 		plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: CauseFailure,
-			Message: d.Message, LostGPUSeconds: RestartCost(rj, lost, s.Now)})
+			Message: d.Message, LostGPUSeconds: preempt.RestartCost(rj, lost, s.Now)})
 		if d.Action == workload.RestartGang {
 			hc.handled[rj.Job.ID] = true
 		}
@@ -135,7 +137,7 @@ func escalate(rj RunningJob, view *cluster.State, s *Snapshot, plan *Plan) {
 	msg := fmt.Sprintf("no room left for the replacement ranks: restarting all %d bound pods", len(pods))
 	plan.Remediations = append(plan.Remediations, Remediation{Job: rj.Job.ID, Action: workload.RestartGang, Pods: pods, Message: msg})
 	plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: pods, Cause: CauseFailure, Message: msg,
-		LostGPUSeconds: RestartCost(rj, nil, s.Now)})
+		LostGPUSeconds: preempt.RestartCost(rj, nil, s.Now)})
 }
 
 // pinOf finds the domain a partly bound job's waiting pods must join: the

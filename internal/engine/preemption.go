@@ -37,7 +37,7 @@ const (
 	perJobBudget         = 100
 	// DefaultCheckpointWait bounds how long a preemption may wait for its
 	// victims' next checkpoint (Config.CheckpointWait).
-	DefaultCheckpointWait = 20 * time.Minute
+	DefaultCheckpointWait = preempt.DefaultCheckpointWait
 	// consolidationTries caps the gangs a cycle tries to consolidate for:
 	// estimating the wait walks every running job of every domain.
 	consolidationTries = 16
@@ -92,7 +92,7 @@ func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placemen
 		running: running, gone: map[workload.JobID]bool{}, budget: budget, stats: stats, minPrio: math.MaxInt32,
 		evictable: make([]bool, len(running)), unitsOf: map[int][]preempt.Unit{}}
 	for i, rj := range running {
-		if len(rj.Pods) > 0 && preempt.Protected(rj.Job, RunFor(rj, s.Now)) == "" {
+		if len(rj.Pods) > 0 && preempt.Protected(rj.Job, preempt.RunFor(rj, s.Now)) == "" {
 			m.evictable[i] = true
 			m.minPrio = min(m.minPrio, rj.Job.Priority)
 		}
@@ -195,12 +195,12 @@ func (m *roomMaker) unitsOfJob(rj RunningJob) []preempt.Unit {
 		}
 		return out
 	}
-	whole := RestartCost(rj, nil, m.s.Now)
+	whole := preempt.RestartCost(rj, nil, m.s.Now)
 	base := preempt.Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1}
 	if gm := rj.Job.GangMin(); gm < len(pods) && gm > 0 {
 		extra, keep := pods[gm:], pods[:gm]
 		u, v := base, base
-		u.Pods, u.Cost = conv(extra), RestartCost(rj, refs(extra), m.s.Now)
+		u.Pods, u.Cost = conv(extra), preempt.RestartCost(rj, refs(extra), m.s.Now)
 		v.Pods, v.Cost, v.Needs = conv(keep), max(0, whole-u.Cost), 0
 		return []preempt.Unit{u, v}
 	}
@@ -293,61 +293,23 @@ func (m *roomMaker) onReserved(rj RunningJob) bool {
 }
 
 // deferToCheckpoint holds a preemption back when every victim is about to
-// checkpoint: evicting right after the checkpoint throws away only the
-// restart overhead, and the victims keep working meanwhile, so waiting
-// costs no GPU time, only the waiting job's latency, bounded by
-// Config.CheckpointWait. A victim that does not checkpoint, or whose
-// checkpoint is overdue by more than a quarter of the wait, is evicted now.
-// It returns the reason the job waits, and books when to look again.
+// checkpoint (preempt.DeferToCheckpoint), books when to look again and
+// returns the reason the job waits; "" evicts now.
 func (m *roomMaker) deferToCheckpoint(units []preempt.Unit, victims []int) string {
-	wait := m.e.cfg.CheckpointWait
-	if wait == 0 {
-		wait = DefaultCheckpointWait
-	}
-	if wait < 0 {
-		return ""
-	}
-	grace := wait / 4
-	var latest time.Time
-	var saved float64
 	jobs := map[workload.JobID]bool{}
 	for _, u := range victims {
 		jobs[units[u].Job] = true
 	}
-	for _, rj := range m.running {
-		if !jobs[rj.Job.ID] {
-			continue
-		}
-		ci := rj.Job.CheckpointInterval
-		if ci <= 0 {
-			return ""
-		}
-		last := LastCheckpoint(rj, m.s.Now)
-		next := last.Add(ci)
-		if last.Equal(rj.Start) {
-			next = rj.Start.Add(rj.Job.RestartOverhead + ci)
-		}
-		if next.Sub(m.s.Now) > wait || m.s.Now.Sub(next) > grace {
-			return ""
-		}
-		if next.After(latest) {
-			latest = next
-		}
-		saved += RestartCost(rj, nil, m.s.Now) - RestartCost(RunningJob{Job: rj.Job, Pods: rj.Pods, Start: rj.Start, LastCheckpoint: m.s.Now}, nil, m.s.Now)
-	}
-	if saved <= 0 {
+	d, ok := preempt.DeferToCheckpoint(m.running, jobs, m.s.Now, m.e.cfg.CheckpointWait)
+	if !ok {
 		return ""
 	}
-	retry := latest.Add(time.Second)
-	if !retry.After(m.s.Now) {
-		retry = m.s.Now.Add(grace / 2) // the checkpoint is late: look again soon
-	}
-	if m.retry.IsZero() || retry.Before(m.retry) {
-		m.retry = retry
+	if m.retry.IsZero() || d.Retry.Before(m.retry) {
+		m.retry = d.Retry
 	}
 	m.stats.PreemptDeferred++
 	return fmt.Sprintf("preemption deferred until %s, when its victims checkpoint (saves %.2f GPU-hours)",
-		retry.UTC().Format(time.RFC3339), saved/3600)
+		d.Retry.UTC().Format(time.RFC3339), d.Saved/3600)
 }
 
 // reclaimKeeps vets a set of victims queue by queue (preempt.Keeps), so
@@ -504,4 +466,10 @@ func (m *roomMaker) message(ev Eviction, pj PendingJob, leaf string, whole bool,
 	fmt.Fprintf(&b, "; %g GPUs freed, %.2f GPU-hours lost (work since the last checkpoint plus restart overhead)",
 		float64(milli)/workload.MilliPerGPU, ev.LostGPUSeconds/3600)
 	return b.String()
+}
+
+// RestartCost is preempt.RestartCost, for drivers that report the work an
+// eviction throws away (drivers do not import the policy packages).
+func RestartCost(rj RunningJob, pods []workload.PodRef, now time.Time) float64 {
+	return preempt.RestartCost(rj, pods, now)
 }

@@ -36,7 +36,7 @@ type Unit struct {
 	Job  workload.JobID
 	Pods []Pod
 	// Cost is the work the eviction throws away, in GPU-seconds
-	// (engine.RestartCost of these pods).
+	// (RestartCost of these pods).
 	Cost     float64
 	Priority int32
 	Start    time.Time

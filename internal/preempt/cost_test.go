@@ -1,33 +1,34 @@
-package engine
+package preempt
 
 import (
 	"testing"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
 func TestRestartCost(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0).UTC()
-	gpuPod := func(i int, gpus int) PodBind {
+	gpuPod := func(i int, gpus int) cycle.PodBind {
 		a := cluster.Alloc{}
 		for d := 0; d < gpus; d++ {
 			a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: workload.MilliPerGPU})
 		}
-		return PodBind{Pod: workload.PodRef{Job: "j", Index: i}, Alloc: a}
+		return cycle.PodBind{Pod: workload.PodRef{Job: "j", Index: i}, Alloc: a}
 	}
-	running := func(ckpt, overhead time.Duration, reported time.Time) RunningJob {
-		return RunningJob{
+	running := func(ckpt, overhead time.Duration, reported time.Time) cycle.RunningJob {
+		return cycle.RunningJob{
 			Job:            &workload.Job{ID: "j", CheckpointInterval: ckpt, RestartOverhead: overhead},
-			Pods:           []PodBind{gpuPod(0, 8), gpuPod(1, 8)},
+			Pods:           []cycle.PodBind{gpuPod(0, 8), gpuPod(1, 8)},
 			Start:          t0,
 			LastCheckpoint: reported,
 		}
 	}
 	cases := []struct {
 		name string
-		rj   RunningJob
+		rj   cycle.RunningJob
 		pods []workload.PodRef
 		now  time.Time
 		want float64 // GPU-seconds

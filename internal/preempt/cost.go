@@ -1,0 +1,124 @@
+package preempt
+
+import (
+	"time"
+
+	"github.com/corral-dev/corral/internal/cycle"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// LastCheckpoint is when the running job last saved its state: the time it
+// reported, else the last multiple of its checkpoint interval since its
+// work began (after the restart overhead), else its start: before its first
+// checkpoint, everything since the start is lost, the overhead it spent
+// starting included.
+func LastCheckpoint(rj cycle.RunningJob, now time.Time) time.Time {
+	if !rj.LastCheckpoint.IsZero() && !rj.LastCheckpoint.After(now) && rj.LastCheckpoint.After(rj.Start) {
+		return rj.LastCheckpoint
+	}
+	if ci := rj.Job.CheckpointInterval; ci > 0 && now.After(rj.Start) {
+		begin := rj.Start.Add(rj.Job.RestartOverhead)
+		if done := now.Sub(begin) / ci; done > 0 {
+			return begin.Add(done * ci)
+		}
+	}
+	return rj.Start
+}
+
+// RestartCost is the GPU-seconds of work a restart of these pods throws
+// away now: their GPUs × the time since the job's last checkpoint, plus the
+// GPUs × the restart overhead the job pays before it makes progress again.
+// pods nil means the whole job.
+func RestartCost(rj cycle.RunningJob, pods []workload.PodRef, now time.Time) float64 {
+	var milli int64
+	if pods == nil {
+		for _, p := range rj.Pods {
+			milli += p.Alloc.GPUMilli()
+		}
+	} else {
+		want := make(map[workload.PodRef]bool, len(pods))
+		for _, p := range pods {
+			want[p] = true
+		}
+		for _, p := range rj.Pods {
+			if want[p.Pod] {
+				milli += p.Alloc.GPUMilli()
+			}
+		}
+	}
+	gpus := float64(milli) / workload.MilliPerGPU
+	lost := now.Sub(LastCheckpoint(rj, now))
+	if lost < 0 {
+		lost = 0
+	}
+	return gpus * (lost + rj.Job.RestartOverhead).Seconds()
+}
+
+// RunFor is how long the job has been running now.
+func RunFor(rj cycle.RunningJob, now time.Time) time.Duration {
+	if now.Before(rj.Start) {
+		return 0
+	}
+	return now.Sub(rj.Start)
+}
+
+// DefaultCheckpointWait bounds how long a preemption may wait for its
+// victims' next checkpoint when the engine's configuration names no wait.
+const DefaultCheckpointWait = 20 * time.Minute
+
+// Deferral is a preemption held back for its victims' next checkpoint.
+type Deferral struct {
+	// Retry is when to look again: just after the last victim's checkpoint,
+	// or soon when that checkpoint is already late.
+	Retry time.Time
+	// Saved is the work the wait saves, in GPU-seconds.
+	Saved float64
+}
+
+// DeferToCheckpoint says whether a preemption of the running jobs named in
+// victims should wait: evicting right after a checkpoint throws away only
+// the restart overhead, and the victims keep working meanwhile, so waiting
+// costs no GPU time, only the waiting job's latency, bounded by wait (zero:
+// DefaultCheckpointWait; negative: never wait). A victim that does not
+// checkpoint, or whose checkpoint is overdue by more than a quarter of the
+// wait, is evicted now (ok false). running is walked in its order.
+func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bool, now time.Time, wait time.Duration) (Deferral, bool) {
+	if wait == 0 {
+		wait = DefaultCheckpointWait
+	}
+	if wait < 0 {
+		return Deferral{}, false
+	}
+	grace := wait / 4
+	var latest time.Time
+	var saved float64
+	for _, rj := range running {
+		if !victims[rj.Job.ID] {
+			continue
+		}
+		ci := rj.Job.CheckpointInterval
+		if ci <= 0 {
+			return Deferral{}, false
+		}
+		last := LastCheckpoint(rj, now)
+		next := last.Add(ci)
+		if last.Equal(rj.Start) {
+			next = rj.Start.Add(rj.Job.RestartOverhead + ci)
+		}
+		if next.Sub(now) > wait || now.Sub(next) > grace {
+			return Deferral{}, false
+		}
+		if next.After(latest) {
+			latest = next
+		}
+		saved += RestartCost(rj, nil, now) - RestartCost(cycle.RunningJob{Job: rj.Job, Pods: rj.Pods, Start: rj.Start, LastCheckpoint: now}, nil, now)
+	}
+	if saved <= 0 {
+		return Deferral{}, false
+	}
+	retry := latest.Add(time.Second)
+	if !retry.After(now) {
+		retry = now.Add(grace / 2) // the checkpoint is late: look again soon
+	}
+	return Deferral{Retry: retry, Saved: saved}, true
+}
