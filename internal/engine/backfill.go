@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/corral-dev/corral/internal/queue"
+
 	"github.com/corral-dev/corral/internal/cycle"
 
 	"fmt"
@@ -82,7 +84,7 @@ type backfiller struct {
 	// must leave alone the jobs the other evicted: releasing a pod twice
 	// would free capacity that is not there.
 	room     *roomMaker
-	qs       *queueState // the cycle's queues (issue 5), nil without them
+	qs       *queue.State // the cycle's queues (issue 5), nil without them
 	seenEvs  int
 	otherEvs map[workload.JobID]bool // jobs evicted by other steps
 }
@@ -773,7 +775,7 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 		leaf := ""
 		if b.qs != nil {
 			var err error
-			if leaf, err = b.qs.leaf(j); err != nil {
+			if leaf, err = b.qs.Leaf(j); err != nil {
 				continue
 			}
 		}
@@ -790,12 +792,12 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 			}
 			// A queue limit is a hard cap, idle capacity or not: grow one
 			// pod at a time up to it.
-			if why := b.qs.limitAfter(leaf, b.view, []placement.Assignment{a}); why != "" {
+			if why := b.qs.LimitAfter(leaf, b.view, []placement.Assignment{a}); why != "" {
 				placer.Undo()
 				full = true
 				return
 			}
-			b.qs.bound(leaf, b.view, []placement.Assignment{a})
+			b.qs.Bound(leaf, b.view, []placement.Assignment{a})
 			placer.Commit()
 			res.Assignments = append(res.Assignments, a)
 		})
@@ -811,7 +813,7 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 
 // attach links the cycle's queues and preemption: growth stays within
 // queue limits, and the jobs stopped at their max runtime are no victims.
-func (b *backfiller) attach(room *roomMaker, qs *queueState) {
+func (b *backfiller) attach(room *roomMaker, qs *queue.State) {
 	b.room, b.qs = room, qs
 	if room != nil && b.mode == Corral {
 		// Preemption honours reservations as placement does: it may not

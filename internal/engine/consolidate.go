@@ -55,7 +55,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 			continue
 		}
 		if m.qs != nil {
-			if _, ok := m.qs.runningLeaf[rj.Job.ID]; !ok {
+			if _, ok := m.qs.RunningLeaf(rj.Job.ID); !ok {
 				continue
 			}
 		}

@@ -203,11 +203,11 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	var order jobOrder = &fixedOrder{idx: static}
 	if qs != nil {
 		order = qs
-		plan.Pending = append(plan.Pending, qs.refusedPending(s)...)
-		plan.Stats.JobsConsidered += len(qs.refused)
+		plan.Pending = append(plan.Pending, qs.RefusedPending(s)...)
+		plan.Stats.JobsConsidered += qs.NumRefused()
 		admitted := static[:0:0]
 		for _, i := range static {
-			if _, no := qs.refused[i]; !no {
+			if !qs.Refused(i) {
 				admitted = append(admitted, i)
 			}
 		}
@@ -225,7 +225,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	// Health step: spares released for a job that could never fit beside
 	// them are held again, from what it left, before the next job.
 	var spareReleased []health.SpareKey
-	for i, more := order.next(); more; i, more = order.next() {
+	for i, more := order.Next(); more; i, more = order.Next() {
 		if spareReleased != nil {
 			hc.holds.Rehold(view, spareReleased)
 			spareReleased = nil
@@ -235,7 +235,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 			continue
 		}
 		plan.Stats.JobsConsidered++
-		leaf := qs.leafOfJob(i)
+		leaf := qs.LeafOfJob(i)
 		pods, reason, ok := resolvePods(view, pj)
 		if !ok {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: reason})
@@ -244,7 +244,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		if !e.cfg.Policy.gangs() {
 			n := len(plan.Binds)
 			e.podByPod(placer, pj, pods, &plan)
-			qs.boundBinds(leaf, view, plan.Binds[n:])
+			qs.BoundBinds(leaf, view, plan.Binds[n:])
 			continue
 		}
 		// Backfill step: under strict FIFO nobody passes a blocked head.
@@ -273,7 +273,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		}
 		// Queue limit, before placing (issue 5): what the job asks for would
 		// take its queue past a limit.
-		if why := qs.limitBefore(leaf, view, pj); why != "" {
+		if why := qs.LimitBefore(leaf, view, pj); why != "" {
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
 			continue
 		}
@@ -335,12 +335,12 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 		// Queue limit, once the GPU models are known (issue 5). A placement
 		// that evicted victims stands: the limit was checked before, on what
 		// the job asks for; only a pod accepting several models can differ.
-		if why := qs.limitAfter(leaf, view, res.Assignments); why != "" && len(evictions) == 0 {
+		if why := qs.LimitAfter(leaf, view, res.Assignments); why != "" && len(evictions) == 0 {
 			placer.Undo()
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: quotaReason(why, len(gang.Pods))})
 			continue
 		}
-		qs.bound(leaf, view, res.Assignments)
+		qs.Bound(leaf, view, res.Assignments)
 		plan.Evictions = append(plan.Evictions, evictions...)
 		placer.Commit()
 		gb := bindOf(view, pj.Job.ID, res)
@@ -355,7 +355,7 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	}
 	// Queue status (issue 5): every queue's standing after the cycle.
 	if qs != nil {
-		plan.Queues = qs.statuses(s, view, plan.Pending)
+		plan.Queues = qs.Statuses(s, view, plan.Pending)
 	}
 	// Backfill step: elastic jobs grow into capacity nobody waits for; then
 	// every hold is lifted.

@@ -52,7 +52,7 @@ type roomMaker struct {
 	placer  *placement.Placer
 	scorer  placement.Scorer
 	devices placement.DeviceOrder
-	qs      *queueState
+	qs      *queue.State
 	running []RunningJob
 	gone    map[workload.JobID]bool
 	budget  int
@@ -78,7 +78,7 @@ type roomMaker struct {
 }
 
 func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placement.Placer, scorer placement.Scorer,
-	devices placement.DeviceOrder, qs *queueState, stats *CycleStats) *roomMaker {
+	devices placement.DeviceOrder, qs *queue.State, stats *CycleStats) *roomMaker {
 	if !e.cfg.Policy.gangs() || e.cfg.Preemption == PreemptOff || len(s.Running) == 0 {
 		return nil
 	}
@@ -120,7 +120,7 @@ func (m *roomMaker) makeRoom(pj PendingJob, leaf string, gang placement.Gang, f 
 	if m == nil || pj.Waiting != nil || f == nil || f.Verdict != placement.WaitFree || m.budget <= 0 {
 		return placement.Result{}, nil, ""
 	}
-	charge := demandOf(m.view, pj)
+	charge := queue.DemandOf(m.view, pj)
 	res, evs, why := m.preempt(pj, leaf, gang, charge)
 	if res.Failure == nil && len(res.Assignments) > 0 {
 		return res, evs, ""
@@ -145,10 +145,10 @@ func (m *roomMaker) makeRoom(pj PendingJob, leaf string, gang placement.Gang, f 
 func (m *roomMaker) standing(j *workload.Job, leaf string) preempt.Standing {
 	st := preempt.Standing{Queue: leaf, Priority: j.Priority}
 	if m.qs != nil && leaf != "" {
-		st.Usage = m.qs.usage[leaf]
-		st.Guarantee = m.qs.specs[leaf].Guarantee
-		st.Fair = m.qs.fair[leaf]
-		st.Reclaim = m.qs.tree.Reclaims(leaf)
+		st.Usage = m.qs.Usage(leaf)
+		st.Guarantee = m.qs.Guarantee(leaf)
+		st.Fair = m.qs.Fair(leaf)
+		st.Reclaim = m.qs.Reclaims(leaf)
 	}
 	return st
 }
@@ -231,7 +231,7 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 		}
 		vleaf := ""
 		if m.qs != nil {
-			l, ok := m.qs.runningLeaf[rj.Job.ID]
+			l, ok := m.qs.RunningLeaf(rj.Job.ID)
 			if !ok {
 				continue // its queue is refused: it is charged nowhere, so reclaiming it restores nothing
 			}
@@ -326,17 +326,17 @@ func (m *roomMaker) reclaimKeeps(me preempt.Standing, charge queue.Amounts, unit
 			if kinds[u] != preempt.ByReclaim {
 				continue
 			}
-			leaf := m.qs.runningLeaf[units[u].Job]
+			leaf, _ := m.qs.RunningLeaf(units[u].Job)
 			if removed[leaf] == nil {
 				removed[leaf] = queue.Amounts{}
 				leaves = append(leaves, leaf)
 			}
 			for _, p := range units[u].Pods {
-				addAlloc(removed[leaf], m.view, p.Node, p.Alloc)
+				queue.AddAlloc(removed[leaf], m.view, p.Node, p.Alloc)
 			}
 		}
 		for _, leaf := range leaves {
-			v := preempt.Standing{Queue: leaf, Usage: m.qs.usage[leaf], Guarantee: m.qs.specs[leaf].Guarantee, Fair: m.qs.fair[leaf]}
+			v := preempt.Standing{Queue: leaf, Usage: m.qs.Usage(leaf), Guarantee: m.qs.Guarantee(leaf), Fair: m.qs.Fair(leaf)}
 			if !preempt.Keeps(me, charge, v, removed[leaf]) {
 				return false
 			}
@@ -415,8 +415,8 @@ func (m *roomMaker) apply(pj PendingJob, leaf string, gang placement.Gang, units
 		evs = append(evs, ev)
 		m.gone[id] = true
 		if m.qs != nil {
-			if vleaf, ok := m.qs.runningLeaf[id]; ok {
-				m.qs.charge(vleaf, chargeOfEvicted(m.view, units, byJob[id]), -1)
+			if vleaf, ok := m.qs.RunningLeaf(id); ok {
+				m.qs.Charge(vleaf, chargeOfEvicted(m.view, units, byJob[id]), -1)
 			}
 		}
 	}
@@ -438,7 +438,7 @@ func chargeOfEvicted(s *cluster.State, units []preempt.Unit, idx []int) queue.Am
 	c := queue.Amounts{}
 	for _, u := range idx {
 		for _, p := range units[u].Pods {
-			addAlloc(c, s, p.Node, p.Alloc)
+			queue.AddAlloc(c, s, p.Node, p.Alloc)
 		}
 	}
 	return c
@@ -451,7 +451,7 @@ func (m *roomMaker) message(ev Eviction, pj PendingJob, leaf string, whole bool,
 	case CauseReclaim:
 		fmt.Fprintf(&b, "reclaimed for job %s of queue %q", pj.Job.ID, leaf)
 		if m.qs != nil {
-			if vleaf, ok := m.qs.runningLeaf[ev.Job]; ok {
+			if vleaf, ok := m.qs.RunningLeaf(ev.Job); ok {
 				fmt.Fprintf(&b, ", which is owed capacity that queue %q holds above its share", vleaf)
 			}
 		}
