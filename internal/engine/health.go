@@ -105,7 +105,7 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 		if i, ok := byID[pj.Job.ID]; ok {
 			bound = s.Running[i].Pods
 		}
-		within, pinned, replacing, why := pinOf(view, pj, bound)
+		within, pinned, replacing, why := health.PinOf(view, pj, bound)
 		if why != "" {
 			hc.handled[pj.Job.ID] = true
 			plan.Pending = append(plan.Pending, Pending{Job: pj.Job.ID, Reason: never(pj.Within.Level, why)})
@@ -116,57 +116,14 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 		}
 		hc.handled[pj.Job.ID] = true
 		placed := e.placePinned(view, placer, hc.holds, pj, within, replacing, plan)
-		if i, ok := byID[pj.Job.ID]; !placed && ok && replacing && pj.Job.Remediation == workload.RemediateDefault &&
-			health.StrictGang(pj.Job) {
-			// The room checked when the ranks failed is gone (capacity
-			// changed since): rather than hold the healthy ranks idle, restart
-			// the gang as a whole.
-			escalate(s.Running[i], view, s, plan)
+		if i, ok := byID[pj.Job.ID]; !placed && ok && replacing && health.Escalates(pj.Job) {
+			rem, ev := health.Escalate(view, s.Running[i])
+			ev.LostGPUSeconds = preempt.RestartCost(s.Running[i], nil, s.Now)
+			plan.Remediations = append(plan.Remediations, rem)
+			plan.Evictions = append(plan.Evictions, ev)
 		}
 	}
 	return hc
-}
-
-// escalate restarts a gang whose replacement ranks found no room.
-func escalate(rj RunningJob, view *cluster.State, s *Snapshot, plan *Plan) {
-	var pods []workload.PodRef
-	for _, p := range rj.Pods {
-		pods = append(pods, p.Pod)
-		view.Release(p.NodeIndex, p.Alloc)
-	}
-	msg := fmt.Sprintf("no room left for the replacement ranks: restarting all %d bound pods", len(pods))
-	plan.Remediations = append(plan.Remediations, Remediation{Job: rj.Job.ID, Action: workload.RestartGang, Pods: pods, Message: msg})
-	plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: pods, Cause: CauseFailure, Message: msg,
-		LostGPUSeconds: preempt.RestartCost(rj, nil, s.Now)})
-}
-
-// pinOf finds the domain a partly bound job's waiting pods must join: the
-// driver's pin for replacement ranks, else the domain the bound pods share
-// at the job's required level.
-func pinOf(s *cluster.State, pj PendingJob, bound []PodBind) (within cluster.DomainID, pinned, replacing bool, problem string) {
-	if pj.Within.Domain != "" {
-		lv := s.LevelIndex(pj.Within.Level)
-		if lv < 0 {
-			return 0, false, false, fmt.Sprintf("replacement pinned to unknown topology level %q", pj.Within.Level)
-		}
-		for _, d := range s.DomainsAt(lv) {
-			if s.Domain(d).Name == pj.Within.Domain {
-				return d, true, true, ""
-			}
-		}
-		return 0, false, false, fmt.Sprintf("replacement pinned to unknown %s %q", pj.Within.Level, pj.Within.Domain)
-	}
-	lv := s.LevelIndex(pj.Job.Topology.Required)
-	if lv <= 0 || len(bound) == 0 {
-		return 0, false, false, ""
-	}
-	d := s.NodeDomain(bound[0].NodeIndex, lv)
-	for _, b := range bound[1:] {
-		if s.NodeDomain(b.NodeIndex, lv) != d {
-			return 0, false, false, "" // the bound part already spans domains: nothing to join
-		}
-	}
-	return d, true, false, ""
 }
 
 // placePinned places a pinned job's waiting pods inside within; replacement
