@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
+)
+
+// Cycle decides what to do now, in numbered steps; each runs against the
+// cycle's own running view, so nothing is booked twice, and each step's
+// policy lives in the package named for it.
+func (e *Engine) Cycle(s *Snapshot) Plan {
+	c := e.begin(s)    // 1. the running view, the scorer and the placer
+	c.health()         // 2. health: suspects, spares, remediation, replacement ranks first
+	c.backfillPre()    // 3. backfill: max runtime enforced, pools resolved
+	c.queues()         // 4. queues: leaves, usage, fair shares, refused jobs, the order
+	c.reserveStarved() // 5. preemption set up; the starved job reserved before anyone
+	for i, more := c.order.Next(); more; i, more = c.order.Next() {
+		c.place(i) // 6. each job: the whole gang (corral) or pod by pod (baselines)
+	}
+	return c.finish() // 7. spares re-held, queue statuses, growth, holds lifted
+}
+
+// run is one cycle's working state: the snapshot as the steps so far left
+// it, the running view and the plan being built.
+type run struct {
+	e       *Engine
+	s       *Snapshot
+	view    *cluster.State
+	scorer  placement.Scorer
+	devices placement.DeviceOrder
+	placer  *placement.Placer
+	plan    Plan
+	hc      healthCycle
+	bf      *backfiller
+	qs      *queue.State
+	order   jobOrder
+	static  []int // the pending jobs their queue admits, in the Orderer's order
+	room    *roomMaker
+	// failed remembers the reason of each gang shape that found no room:
+	// capacity only shrinks within a cycle, so an identical gang fails too.
+	failed map[string]Reason
+	// spareReleased are spares released for a job that could never fit
+	// beside them, held again before the next job.
+	spareReleased []health.SpareKey
+}
+
+// begin copies the free capacity into a running view only this cycle
+// changes and picks the scorer and device chooser of the policy.
+func (e *Engine) begin(s *Snapshot) *run {
+	c := &run{e: e, s: s, view: s.State.Clone(), devices: placement.FirstFree, failed: map[string]Reason{}}
+	switch e.cfg.Policy {
+	case Spread:
+		c.scorer = placement.LeastAllocated()
+	case Binpack:
+		c.scorer = placement.MostAllocated()
+	default:
+		c.devices = placement.Interconnect
+		if len(s.Mix) > 0 {
+			c.scorer = placement.NewFragScorer(c.view, s.Mix, &e.frag)
+		} else {
+			c.scorer = placement.MostAllocated()
+		}
+	}
+	// Suspect nodes leave the view or score last (internal/health).
+	c.scorer = e.healthScorer(s, c.view, c.scorer)
+	c.placer = placement.NewPlacer(c.view, c.scorer, c.devices)
+	return c
+}
+
+// health takes failed capacity out, holds the spares, remediates running
+// jobs on failed devices and places the ranks that replace failed ones
+// before anyone else.
+func (c *run) health() {
+	c.hc = c.e.healthStep(c.s, c.view, c.placer, &c.plan)
+	c.s = withoutEvicted(c.s, c.plan.Evictions)
+}
+
+// backfillPre runs backfill's steps that come before any placement: jobs
+// past their max runtime leave, and the pools held for job classes are
+// resolved.
+func (c *run) backfillPre() {
+	c.bf = newBackfiller(c.e.cfg.Backfill, c.e.cfg.Policy, c.s, c.view)
+	c.bf.enforceMaxRuntime(&c.plan)
+	// The backfiller keeps its own account of the jobs it stopped.
+	c.s = withoutEvicted(c.s, c.plan.Evictions)
+	c.bf.resolvePools(&c.plan)
+}
+
+// queues resolves every job's leaf queue, usage, demand and fair shares
+// (queue.State; nil without queues) and sets the order jobs are taken in:
+// with queues, DRF across leaves and priority with aging inside one;
+// without, the Orderer. Jobs their queue refuses wait here.
+func (c *run) queues() {
+	c.qs = c.e.newQueueState(c.s, c.view)
+	c.static = c.e.cfg.Orderer.Order(c.s)
+	c.order = &fixedOrder{idx: c.static}
+	if c.qs == nil {
+		return
+	}
+	c.order = c.qs
+	c.plan.Pending = append(c.plan.Pending, c.qs.RefusedPending(c.s)...)
+	c.plan.Stats.JobsConsidered += c.qs.NumRefused()
+	admitted := c.static[:0:0]
+	for _, i := range c.static {
+		if !c.qs.Refused(i) {
+			admitted = append(admitted, i)
+		}
+	}
+	c.static = admitted
+}
+
+// reserveStarved sets up preemption (nil when nothing may be evicted), ties
+// backfill to it so no job is evicted twice and growth stays within queue
+// limits, and gives the oldest job waiting past the starvation age a
+// reservation before anything is placed, so that no job, whatever its
+// priority or queue, takes its room unless it ends first.
+func (c *run) reserveStarved() {
+	c.room = c.e.newRoomMaker(c.s, c.view, c.placer, c.scorer, c.devices, c.qs, &c.plan.Stats)
+	c.bf.attach(c.room, c.qs)
+	c.bf.reserveStarved(c.static, &c.plan)
+}
+
+// finish re-holds the spares, reports every queue's standing, lets elastic
+// jobs grow into capacity nobody waits for, lifts every hold and says when
+// a deferred preemption should be looked at again.
+func (c *run) finish() Plan {
+	if c.hc.holds != nil {
+		c.hc.holds.Rehold(c.view, c.spareReleased)
+		c.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
+	}
+	if c.qs != nil {
+		c.plan.Queues = c.qs.Statuses(c.s, c.view, c.plan.Pending)
+	}
+	c.bf.grow(c.placer, &c.plan)
+	c.bf.finish()
+	if c.room != nil {
+		c.plan.Retry = c.room.retry
+	}
+	return c.plan
+}
+
+// wait records why a job stays pending.
+func (c *run) wait(pj PendingJob, r Reason) {
+	c.plan.Pending = append(c.plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
+}
