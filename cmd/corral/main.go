@@ -1,5 +1,6 @@
-// Command corral is the scheduler's one binary: the simulator, and (later)
-// the Kubernetes scheduler, explain, bench and the node agent.
+// Command corral is the scheduler's one binary: the simulator (sim, compare),
+// the Kubernetes scheduler (scheduler), explain, bench, a local development
+// cluster (dev) and version. There is no node agent.
 package main
 
 import (
