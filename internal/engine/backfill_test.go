@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -11,160 +10,10 @@ import (
 
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
-	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
-
-var bfEpoch = time.Unix(0, 0).UTC()
-
-// world is a tiny driver: it runs cycles, applies plans and ends jobs when
-// their expected runtime is over (the estimates are exact here).
-type world struct {
-	t       *testing.T
-	s       *cluster.State
-	eng     *Engine
-	now     time.Time
-	running map[workload.JobID]*RunningJob
-	ends    map[workload.JobID]time.Time
-	pending []PendingJob
-	started map[workload.JobID]time.Time
-	pools   []backfill.Pool
-	hist    *backfill.History
-	queues  []queue.Spec
-}
-
-func newWorld(t *testing.T, s *cluster.State, cfg Config) *world {
-	return &world{t: t, s: s, eng: New(cfg), now: bfEpoch, running: map[workload.JobID]*RunningJob{},
-		ends: map[workload.JobID]time.Time{}, started: map[workload.JobID]time.Time{}}
-}
-
-// run starts j now with pod i taking whole GPUs on nodes[i].
-func (w *world) run(j *workload.Job, nodes ...string) {
-	w.t.Helper()
-	rj := &RunningJob{Job: j, Start: w.now}
-	i := 0
-	j.EachPod(func(ref workload.PodRef, r workload.Request) {
-		if i >= len(nodes) {
-			return
-		}
-		n, ok := w.s.NodeIndex(nodes[i])
-		if !ok {
-			w.t.Fatalf("no node %s", nodes[i])
-		}
-		a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
-		k := 0
-		for d, f := range w.s.GPUFree(n) {
-			if f == 1000 && k < r.GPUs {
-				a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: 1000})
-				k++
-			}
-		}
-		if err := w.s.Allocate(n, a); err != nil {
-			w.t.Fatal(err)
-		}
-		rj.Pods = append(rj.Pods, PodBind{Pod: ref, Node: nodes[i], NodeIndex: n, Alloc: a})
-		i++
-	})
-	w.running[j.ID] = rj
-	w.ends[j.ID] = w.now.Add(j.ExpectedRuntime)
-	w.started[j.ID] = w.now
-}
-
-func (w *world) submit(jobs ...*workload.Job) {
-	for _, j := range jobs {
-		w.pending = append(w.pending, PendingJob{Job: j})
-	}
-}
-
-func (w *world) runCycle() Plan {
-	w.t.Helper()
-	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist, Queues: w.queues}
-	ids := make([]string, 0, len(w.running))
-	for id := range w.running {
-		ids = append(ids, string(id))
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		snap.Running = append(snap.Running, *w.running[workload.JobID(id)])
-	}
-	plan := w.eng.Cycle(snap)
-	for _, ev := range plan.Evictions {
-		rj := w.running[ev.Job]
-		gone := map[workload.PodRef]bool{}
-		for _, p := range ev.Pods {
-			gone[p] = true
-		}
-		var keep []PodBind
-		for _, p := range rj.Pods {
-			if gone[p.Pod] {
-				w.s.Release(p.NodeIndex, p.Alloc)
-			} else {
-				keep = append(keep, p)
-			}
-		}
-		rj.Pods = keep
-		if len(keep) == 0 {
-			delete(w.running, ev.Job)
-		}
-	}
-	placed := map[workload.JobID]bool{}
-	for _, b := range plan.Binds {
-		for _, p := range b.Pods {
-			if err := w.s.Allocate(p.NodeIndex, p.Alloc); err != nil {
-				w.t.Fatalf("bind of %s does not apply: %v", b.Job, err)
-			}
-		}
-		if rj, ok := w.running[b.Job]; ok {
-			rj.Pods = append(rj.Pods, b.Pods...)
-			continue
-		}
-		var j *workload.Job
-		for _, pj := range w.pending {
-			if pj.Job.ID == b.Job {
-				j = pj.Job
-			}
-		}
-		w.running[b.Job] = &RunningJob{Job: j, Pods: b.Pods, Start: w.now}
-		w.ends[b.Job] = w.now.Add(j.ExpectedRuntime)
-		w.started[b.Job] = w.now
-		placed[b.Job] = true
-	}
-	kept := w.pending[:0]
-	for _, pj := range w.pending {
-		if !placed[pj.Job.ID] {
-			kept = append(kept, pj)
-		}
-	}
-	w.pending = kept
-	return plan
-}
-
-// advance moves the clock, ending the jobs due by then.
-func (w *world) advance(to time.Time) {
-	var due []string
-	for id, end := range w.ends {
-		if !end.After(to) {
-			due = append(due, string(id))
-		}
-	}
-	sort.Strings(due)
-	for _, id := range due {
-		if rj, ok := w.running[workload.JobID(id)]; ok {
-			for _, p := range rj.Pods {
-				w.s.Release(p.NodeIndex, p.Alloc)
-			}
-			delete(w.running, workload.JobID(id))
-		}
-		delete(w.ends, workload.JobID(id))
-	}
-	w.now = to
-}
-
-func min8(id string, minutes int) *workload.Job {
-	return build.Job(id).GPUs(8).Expected(time.Duration(minutes) * time.Minute).Obj()
-}
 
 // TestHeadGangStartsAtItsReservation: a 4-node gang is blocked by two jobs
 // ending at 40 and 100 min while two 8-GPU jobs of 20 min arrive every 10
@@ -446,92 +295,6 @@ func TestElastic(t *testing.T) {
 	}
 }
 
-func TestMaxRuntime(t *testing.T) {
-	cases := map[string]struct {
-		action       MaxRuntimeAction
-		ran          time.Duration
-		wantEvict    bool
-		wantTerminal bool
-	}{
-		"within its limit":       {ran: 59 * time.Minute},
-		"past it: terminated":    {ran: 61 * time.Minute, wantEvict: true, wantTerminal: true},
-		"past it: requeued":      {action: Requeue, ran: 61 * time.Minute, wantEvict: true},
-		"exactly at it: evicted": {ran: time.Hour, wantEvict: true, wantTerminal: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 1)), Config{Policy: Corral,
-				Backfill: BackfillConfig{OnMaxRuntime: tc.action}})
-			w.run(build.Job("long").GPUs(8).MaxRuntime(time.Hour).Expected(10*time.Hour).Obj(), "r0-n-0")
-			w.advance(bfEpoch.Add(tc.ran))
-			w.submit(min8("next", 30))
-			p := w.runCycle()
-			if got := len(p.Evictions) == 1; got != tc.wantEvict {
-				t.Fatalf("evictions %+v, want one: %v", p.Evictions, tc.wantEvict)
-			}
-			if !tc.wantEvict {
-				return
-			}
-			ev := p.Evictions[0]
-			if ev.Cause != CauseMaxRuntime || ev.Terminal != tc.wantTerminal || !strings.Contains(ev.Message, "past its max runtime 1h0m0s") {
-				t.Errorf("eviction %+v", ev)
-			}
-			if !outcomeOf(p, "next").Placed {
-				t.Errorf("the freed node was not reused in the same cycle")
-			}
-		})
-	}
-}
-
-// TestStarvationAge: a gang that has waited past the starvation age keeps
-// its room even from jobs ahead of it in the order (higher priority), unless
-// they end before it starts.
-func TestStarvationAge(t *testing.T) {
-	cases := map[string]struct {
-		starve     time.Duration
-		waited     time.Duration
-		hp         *workload.Job
-		wantPlaced bool
-	}{
-		"starved: a higher-priority job may not take its room": {waited: 25 * time.Hour,
-			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj()},
-		"starved: one that ends first may": {waited: 25 * time.Hour,
-			hp: build.Job("hp").GPUs(8).Priority(10).Expected(30 * time.Minute).Obj(), wantPlaced: true},
-		"not starved yet: priority wins": {waited: 23 * time.Hour,
-			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
-		"starvation age turned off": {starve: -1, waited: 25 * time.Hour,
-			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
-				Config{Policy: Corral, Backfill: BackfillConfig{StarveAfter: tc.starve}})
-			w.now = t0.Add(tc.waited)
-			w.run(min8("busy", 60), "r0-n-0")
-			tc.hp.Submit = w.now
-			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
-			head.Submit = t0
-			w.submit(head, tc.hp)
-			p := w.runCycle()
-			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced {
-				t.Errorf("hp placed = %v, want %v (reservations %+v)", got, tc.wantPlaced, p.Reservations)
-			}
-			if len(p.Reservations) != 1 || p.Reservations[0].Job != "head" {
-				t.Fatalf("reservations %+v, want one for head", p.Reservations)
-			}
-			starved := tc.waited >= DefaultStarveAfter && tc.starve >= 0
-			if got := p.Stats.StarvedReservations == 1; got != starved {
-				t.Errorf("StarvedReservations = %d, want starved %v", p.Stats.StarvedReservations, starved)
-			}
-			for _, pe := range p.Pending {
-				if pe.Job == "head" && starved && !strings.Contains(pe.Reason.Message, "(waiting past the starvation age)") {
-					t.Errorf("head reason %q", pe.Reason.Message)
-				}
-			}
-		})
-	}
-}
-
 // TestPreemptionAndBackfillEvictOnce: a job stopped at its max runtime, or
 // shrunk, is never also a preemption victim in the same cycle.
 func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
@@ -559,26 +322,6 @@ func TestPreemptionAndBackfillEvictOnce(t *testing.T) {
 				t.Errorf("high not placed: %+v", p.Pending)
 			}
 		})
-	}
-}
-
-// TestStarvedLargestFirst: of two starved jobs the larger is reserved ahead
-// of everything, even when the smaller one is older.
-func TestStarvedLargestFirst(t *testing.T) {
-	w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
-	w.now = t0
-	w.run(min8("busy", 60), "r0-n-0")
-	small := build.Job("small").GPUs(8).Expected(5 * time.Hour).Obj()
-	big := build.Job("big").GPUs(8).Pods(2).Expected(time.Hour).Obj()
-	small.Submit, big.Submit = t0, t0.Add(time.Minute)
-	w.advance(t0.Add(30 * time.Hour))
-	w.submit(small, big)
-	p := w.runCycle()
-	if outcomeOf(p, "small").Placed {
-		t.Errorf("the small job took the big job's room")
-	}
-	if len(p.Reservations) == 0 || p.Reservations[0].Job != "big" || p.Stats.StarvedReservations == 0 {
-		t.Errorf("reservations %+v, want big's first", p.Reservations)
 	}
 }
 
@@ -696,64 +439,5 @@ func TestNoReservationReason(t *testing.T) {
 		if pe.Job == "second" && !strings.Contains(pe.Reason.Message, "no reservation: the room it needs is held for jobs reserved ahead of it") {
 			t.Errorf("second's reason %q", pe.Reason.Message)
 		}
-	}
-}
-
-// TestStarvedJobEvictsStragglers: a starved 16-GPU gang waits 9 h for one
-// small long job while the rest of its rack frees in 30 min. The straggler
-// is evicted only when it is small (at most 1/8 of the gang's GPUs),
-// preemptible, of no higher priority, and loses little work next to the
-// time the gang gains; then the reservation starts at 30 min.
-func TestStarvedJobEvictsStragglers(t *testing.T) {
-	straggler := func(gpus int, prio int32, preemptible bool, expected time.Duration) *workload.Job {
-		b := build.Job("straggler").GPUs(gpus).Priority(prio).Expected(expected)
-		if preemptible {
-			b = b.Preemptible()
-		}
-		return b.Obj()
-	}
-	cases := map[string]struct {
-		job     *workload.Job
-		ran     time.Duration // before now, without checkpoints
-		waited  time.Duration // the gang's wait
-		evicted bool
-	}{
-		"small, cheap and long: evicted":         {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour, evicted: true},
-		"not preemptible: kept":                  {job: straggler(1, 0, false, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
-		"higher priority than the gang: kept":    {job: straggler(1, 5, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
-		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
-		"too much work lost: kept":               {job: straggler(1, 0, true, 49*time.Hour), ran: 40 * time.Hour, waited: 25 * time.Hour},
-		"the gang is not starved yet: kept":      {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: time.Hour},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
-			now := t0.Add(tc.waited)
-			w.now = now.Add(-tc.ran)
-			tc.job.Submit = w.now
-			w.run(tc.job, "r0-n-0")
-			w.now = now
-			busy := build.Job("busy").GPUs(7).Expected(30 * time.Minute).Obj()
-			busy.Submit = now
-			w.run(busy, "r0-n-1")
-			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
-			head.Submit = t0
-			w.submit(head)
-			p := w.runCycle()
-			var evicted []workload.JobID
-			for _, ev := range p.Evictions {
-				evicted = append(evicted, ev.Job)
-			}
-			want, start := []workload.JobID(nil), tc.job.ExpectedRuntime-tc.ran
-			if tc.evicted {
-				want, start = []workload.JobID{"straggler"}, 30*time.Minute
-			}
-			if !cmp.Equal(evicted, want) {
-				t.Errorf("evicted %v, want %v", evicted, want)
-			}
-			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(now.Add(start)) {
-				t.Errorf("reservations %+v, want head's in %v", p.Reservations, start)
-			}
-		})
 	}
 }

@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"github.com/corral-dev/corral/internal/preempt"
-
 	"fmt"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
 

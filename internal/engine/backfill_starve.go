@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/cycle"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/preempt"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// reserveStarved gives a job that has waited past the starvation age a
+// reservation before anything is placed. Among starved jobs the largest
+// (GPUs) goes first, then the oldest; priority and queue order do not count:
+// that is what bounds the wait. Largest first because small jobs find gaps
+// on their own, and because big gangs reserved one after the other share
+// one drain of the cluster instead of paying one each. Starved jobs that fit
+// now are reserved too (their room is theirs this cycle) and do not count:
+// the walk stops at the first starved job that has to wait.
+// maxStarvedTries bounds the earliest-start searches reserveStarved runs in
+// one cycle.
+const maxStarvedTries = 16
+
+func (b *backfiller) reserveStarved(order []int, plan *Plan) {
+	if b.mode != Corral || b.cfg.StarveAfter < 0 {
+		return
+	}
+	var starved []int
+	for _, i := range order {
+		pj := b.s.Pending[i]
+		if pj.Waiting == nil && b.s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
+			starved = append(starved, i)
+		}
+	}
+	sort.SliceStable(starved, func(a, c int) bool {
+		x, y := b.s.Pending[starved[a]].Job, b.s.Pending[starved[c]].Job
+		if gx, gy := x.GPUMilli(), y.GPUMilli(); gx != gy {
+			return gx > gy
+		}
+		if !x.Submit.Equal(y.Submit) {
+			return x.Submit.Before(y.Submit)
+		}
+		return x.ID < y.ID
+	})
+	reserved := map[int]bool{}
+	noSlot := map[string]bool{} // shapes Earliest found no start for this cycle
+	tries := 0
+	for _, i := range starved {
+		if tries >= maxStarvedTries {
+			// Thousands of starved jobs (a backlog after an outage) would
+			// each replay every release; the rest wait for later cycles.
+			return
+		}
+		pj := b.s.Pending[i]
+		pods, _, ok := resolvePods(b.view, pj)
+		if !ok {
+			continue
+		}
+		g, _, ok := gangOf(b.view, pj.Job, pods)
+		if !ok || placement.CheckNeverFits(b.view, g) != nil {
+			continue
+		}
+		key := shapeKey(g)
+		if noSlot[key] {
+			continue
+		}
+		tries++
+		blocked := func(n int) bool { return reserved[n] }
+		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked)
+		if !ok {
+			noSlot[key] = true
+			continue
+		}
+		if slot.Start.After(b.s.Now) && b.evictStragglers(pj.Job, g, slot, blocked, plan) {
+			// The jobs that kept it waiting are gone: its start is earlier.
+			if earlier, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked); ok {
+				slot = earlier
+			}
+		}
+		b.add(pj.Job, slot, plan)
+		plan.Stats.StarvedReservations++
+		for _, n := range slot.Nodes {
+			reserved[n] = true
+		}
+		if slot.Start.After(b.s.Now) {
+			return
+		}
+	}
+}
+
+// Straggler eviction: a starved job's reservation often waits on a few
+// small long jobs while the rest of its domain, already drained, sits idle
+// or runs only short backfill (on gen:llm seed 48 a whole-cluster gang
+// waited 131 h, reserved up to 140 h ahead, the cluster mostly idle). The
+// latest-ending jobs in its way are evicted when they are few and cheap
+// next to the time they cost it:
+const (
+	// stragglerShare: the evicted jobs hold at most this share of the
+	// starved job's GPUs (1/stragglerShare).
+	stragglerShare = 8
+	// stragglerCost: the work they lose (GPU-seconds since their last
+	// checkpoint plus restart overhead) times this is at most the starved
+	// job's GPUs times the time its start moves earlier.
+	stragglerCost = 4
+)
+
+// evictStragglers looks at the running jobs on slot's nodes that starved
+// job j (gang g) waits for and may evict: preemptible (not protected), of
+// no higher priority, not themselves started after starving. Taking the
+// latest-ending first, up to 1/stragglerShare of j's GPUs, it replays the
+// ends with them gone now; if j would start earlier and the work lost is
+// small (stragglerCost), the ones that still matter are evicted. Only
+// without queues (a queue's jobs are evicted by its own rules) and only
+// where preemption is on. It reports whether it evicted.
+func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot backfill.Slot, blocked func(int) bool, plan *Plan) bool {
+	if b.room == nil || b.qs != nil {
+		return false
+	}
+	b.syncEvictions(plan)
+	on := map[int]bool{}
+	for _, n := range slot.Nodes {
+		on[n] = true
+	}
+	running := map[workload.JobID]RunningJob{}
+	for _, rj := range b.s.Running {
+		running[rj.Job.ID] = rj
+	}
+	starved := map[workload.JobID]bool{}
+	for i, rj := range b.room.running {
+		starved[rj.Job.ID] = b.room.starvedRun != nil && b.room.starvedRun[i]
+	}
+	never := b.s.Now.Add(100 * 365 * 24 * time.Hour)
+	endOf := func(h backfill.Holder) time.Time {
+		if d, _, ok := cycle.Runtime(b.s.Runtimes, h.Job); ok {
+			return h.Start.Add(d)
+		}
+		return never
+	}
+	type cand struct {
+		i     int // in live
+		end   time.Time
+		milli int64
+	}
+	live := b.live()
+	var cands []cand
+	for i, h := range live {
+		rj, ok := running[h.Job.ID]
+		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] || b.shrunk[h.Job.ID] || b.otherEvs[h.Job.ID] ||
+			b.room.gone[h.Job.ID] || preempt.Protected(rj.Job, preempt.RunFor(rj, b.s.Now)) != "" {
+			continue
+		}
+		in := false
+		var milli int64
+		for _, p := range h.Pods {
+			in = in || on[p.Node]
+			milli += p.Alloc.GPUMilli()
+		}
+		if in && endOf(h).After(b.s.Now) {
+			cands = append(cands, cand{i: i, end: endOf(h), milli: milli})
+		}
+	}
+	sort.Slice(cands, func(a, c int) bool {
+		if !cands[a].end.Equal(cands[c].end) {
+			return cands[a].end.After(cands[c].end)
+		}
+		return live[cands[a].i].Job.ID < live[cands[c].i].Job.ID
+	})
+	var held int64
+	trial := append([]backfill.Holder(nil), live...)
+	var picked []cand
+	for _, c := range cands {
+		if (held+c.milli)*stragglerShare > j.GPUMilli() {
+			break
+		}
+		held += c.milli
+		trial[c.i].End = b.s.Now
+		picked = append(picked, c)
+	}
+	if len(picked) == 0 {
+		return false
+	}
+	earlier, ok := backfill.Earliest(b.view, trial, g, b.s.Now, b.s.Runtimes, blocked)
+	if !ok || !earlier.Start.Before(slot.Start) {
+		return false
+	}
+	uses := map[int]bool{}
+	for _, n := range earlier.Nodes {
+		uses[n] = true
+	}
+	var victims []RunningJob
+	var lost float64
+	for _, c := range picked {
+		h := live[c.i]
+		in := false
+		for _, p := range h.Pods {
+			in = in || uses[p.Node]
+		}
+		if !in || !c.end.After(earlier.Start) {
+			continue
+		}
+		rj := running[h.Job.ID]
+		victims = append(victims, rj)
+		lost += preempt.RestartCost(rj, nil, b.s.Now)
+	}
+	gain := float64(j.GPUMilli()) / workload.MilliPerGPU * slot.Start.Sub(earlier.Start).Seconds()
+	if len(victims) == 0 || lost*stragglerCost > gain {
+		return false
+	}
+	sort.Slice(victims, func(a, c int) bool { return victims[a].Job.ID < victims[c].Job.ID })
+	for _, rj := range victims {
+		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: preempt.RestartCost(rj, nil, b.s.Now),
+			Message: fmt.Sprintf("evicted for job %s, waiting past the starvation age: without its %d longest jobs in the way it starts in ~%s instead of ~%s",
+				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(b.s.Now)), backfill.Humanize(slot.Start.Sub(b.s.Now)))}
+		for _, p := range rj.Pods {
+			ev.Pods = append(ev.Pods, p.Pod)
+			b.view.Release(p.NodeIndex, p.Alloc)
+		}
+		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
+		plan.Evictions = append(plan.Evictions, ev)
+		plan.Stats.Evictions++
+		b.gone[rj.Job.ID] = true
+		b.taken(rj.Job.ID)
+	}
+	b.seenEvs = len(plan.Evictions)
+	return true
+}

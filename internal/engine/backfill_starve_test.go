@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// TestStarvationAge: a gang that has waited past the starvation age keeps
+// its room even from jobs ahead of it in the order (higher priority), unless
+// they end before it starts.
+func TestStarvationAge(t *testing.T) {
+	cases := map[string]struct {
+		starve     time.Duration
+		waited     time.Duration
+		hp         *workload.Job
+		wantPlaced bool
+	}{
+		"starved: a higher-priority job may not take its room": {waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj()},
+		"starved: one that ends first may": {waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(30 * time.Minute).Obj(), wantPlaced: true},
+		"not starved yet: priority wins": {waited: 23 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
+		"starvation age turned off": {starve: -1, waited: 25 * time.Hour,
+			hp: build.Job("hp").GPUs(8).Priority(10).Expected(5 * time.Hour).Obj(), wantPlaced: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+				Config{Policy: Corral, Backfill: BackfillConfig{StarveAfter: tc.starve}})
+			w.now = t0.Add(tc.waited)
+			w.run(min8("busy", 60), "r0-n-0")
+			tc.hp.Submit = w.now
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head.Submit = t0
+			w.submit(head, tc.hp)
+			p := w.runCycle()
+			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced {
+				t.Errorf("hp placed = %v, want %v (reservations %+v)", got, tc.wantPlaced, p.Reservations)
+			}
+			if len(p.Reservations) != 1 || p.Reservations[0].Job != "head" {
+				t.Fatalf("reservations %+v, want one for head", p.Reservations)
+			}
+			starved := tc.waited >= DefaultStarveAfter && tc.starve >= 0
+			if got := p.Stats.StarvedReservations == 1; got != starved {
+				t.Errorf("StarvedReservations = %d, want starved %v", p.Stats.StarvedReservations, starved)
+			}
+			for _, pe := range p.Pending {
+				if pe.Job == "head" && starved && !strings.Contains(pe.Reason.Message, "(waiting past the starvation age)") {
+					t.Errorf("head reason %q", pe.Reason.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestStarvedLargestFirst: of two starved jobs the larger is reserved ahead
+// of everything, even when the smaller one is older.
+func TestStarvedLargestFirst(t *testing.T) {
+	w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+	w.now = t0
+	w.run(min8("busy", 60), "r0-n-0")
+	small := build.Job("small").GPUs(8).Expected(5 * time.Hour).Obj()
+	big := build.Job("big").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+	small.Submit, big.Submit = t0, t0.Add(time.Minute)
+	w.advance(t0.Add(30 * time.Hour))
+	w.submit(small, big)
+	p := w.runCycle()
+	if outcomeOf(p, "small").Placed {
+		t.Errorf("the small job took the big job's room")
+	}
+	if len(p.Reservations) == 0 || p.Reservations[0].Job != "big" || p.Stats.StarvedReservations == 0 {
+		t.Errorf("reservations %+v, want big's first", p.Reservations)
+	}
+}
+
+// TestStarvedJobEvictsStragglers: a starved 16-GPU gang waits 9 h for one
+// small long job while the rest of its rack frees in 30 min. The straggler
+// is evicted only when it is small (at most 1/8 of the gang's GPUs),
+// preemptible, of no higher priority, and loses little work next to the
+// time the gang gains; then the reservation starts at 30 min.
+func TestStarvedJobEvictsStragglers(t *testing.T) {
+	straggler := func(gpus int, prio int32, preemptible bool, expected time.Duration) *workload.Job {
+		b := build.Job("straggler").GPUs(gpus).Priority(prio).Expected(expected)
+		if preemptible {
+			b = b.Preemptible()
+		}
+		return b.Obj()
+	}
+	cases := map[string]struct {
+		job     *workload.Job
+		ran     time.Duration // before now, without checkpoints
+		waited  time.Duration // the gang's wait
+		evicted bool
+	}{
+		"small, cheap and long: evicted":         {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour, evicted: true},
+		"not preemptible: kept":                  {job: straggler(1, 0, false, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"higher priority than the gang: kept":    {job: straggler(1, 5, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"too much work lost: kept":               {job: straggler(1, 0, true, 49*time.Hour), ran: 40 * time.Hour, waited: 25 * time.Hour},
+		"the gang is not starved yet: kept":      {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: time.Hour},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			now := t0.Add(tc.waited)
+			w.now = now.Add(-tc.ran)
+			tc.job.Submit = w.now
+			w.run(tc.job, "r0-n-0")
+			w.now = now
+			busy := build.Job("busy").GPUs(7).Expected(30 * time.Minute).Obj()
+			busy.Submit = now
+			w.run(busy, "r0-n-1")
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head.Submit = t0
+			w.submit(head)
+			p := w.runCycle()
+			var evicted []workload.JobID
+			for _, ev := range p.Evictions {
+				evicted = append(evicted, ev.Job)
+			}
+			want, start := []workload.JobID(nil), tc.job.ExpectedRuntime-tc.ran
+			if tc.evicted {
+				want, start = []workload.JobID{"straggler"}, 30*time.Minute
+			}
+			if !cmp.Equal(evicted, want) {
+				t.Errorf("evicted %v, want %v", evicted, want)
+			}
+			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(now.Add(start)) {
+				t.Errorf("reservations %+v, want head's in %v", p.Reservations, start)
+			}
+		})
+	}
+}
+
+func TestMaxRuntime(t *testing.T) {
+	cases := map[string]struct {
+		action       MaxRuntimeAction
+		ran          time.Duration
+		wantEvict    bool
+		wantTerminal bool
+	}{
+		"within its limit":       {ran: 59 * time.Minute},
+		"past it: terminated":    {ran: 61 * time.Minute, wantEvict: true, wantTerminal: true},
+		"past it: requeued":      {action: Requeue, ran: 61 * time.Minute, wantEvict: true},
+		"exactly at it: evicted": {ran: time.Hour, wantEvict: true, wantTerminal: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 1)), Config{Policy: Corral,
+				Backfill: BackfillConfig{OnMaxRuntime: tc.action}})
+			w.run(build.Job("long").GPUs(8).MaxRuntime(time.Hour).Expected(10*time.Hour).Obj(), "r0-n-0")
+			w.advance(bfEpoch.Add(tc.ran))
+			w.submit(min8("next", 30))
+			p := w.runCycle()
+			if got := len(p.Evictions) == 1; got != tc.wantEvict {
+				t.Fatalf("evictions %+v, want one: %v", p.Evictions, tc.wantEvict)
+			}
+			if !tc.wantEvict {
+				return
+			}
+			ev := p.Evictions[0]
+			if ev.Cause != CauseMaxRuntime || ev.Terminal != tc.wantTerminal || !strings.Contains(ev.Message, "past its max runtime 1h0m0s") {
+				t.Errorf("eviction %+v", ev)
+			}
+			if !outcomeOf(p, "next").Placed {
+				t.Errorf("the freed node was not reused in the same cycle")
+			}
+		})
+	}
+}
