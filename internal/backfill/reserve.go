@@ -12,17 +12,10 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-// Placed is one pod's share of a node.
-type Placed struct {
-	Pod   workload.PodRef
-	Node  int
-	Alloc cluster.Alloc
-}
-
 // Holder is a job holding capacity: running, or placed earlier in this cycle.
 type Holder struct {
 	Job   *workload.Job
-	Pods  []Placed
+	Pods  []cluster.Placed
 	Start time.Time
 	// End, when set, is when the holder is taken to end instead of its
 	// estimate (a job to be evicted: the time it is evicted).

@@ -114,7 +114,7 @@ func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.S
 	for _, rj := range running {
 		h := backfill.Holder{Job: rj.Job, Start: rj.Start}
 		for _, p := range rj.Pods {
-			h.Pods = append(h.Pods, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+			h.Pods = append(h.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		}
 		b.pos[rj.Job.ID] = len(b.holders)
 		b.holders = append(b.holders, h)
@@ -219,7 +219,7 @@ func (b *backfiller) placed(j *workload.Job, gb GangBind, plan *Plan) {
 	h := backfill.Holder{Job: j, Start: b.s.Now}
 	onReserved := false
 	for _, p := range gb.Pods {
-		h.Pods = append(h.Pods, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+		h.Pods = append(h.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		for _, r := range b.res {
 			onReserved = onReserved || (r.job.ID != j.ID && r.nodes[p.NodeIndex])
 		}

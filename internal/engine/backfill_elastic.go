@@ -97,10 +97,10 @@ func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
 		b.shrunk[c.rj.Job.ID] = true
 		b.taken(c.rj.Job.ID)
 		if i, ok := b.pos[c.rj.Job.ID]; ok {
-			var keep []backfill.Placed
+			var keep []cluster.Placed
 			for _, p := range c.rj.Pods {
 				if !gone[p.Pod] {
-					keep = append(keep, backfill.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+					keep = append(keep, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 				}
 			}
 			b.holders[i].Pods = keep
@@ -325,7 +325,7 @@ func (b *backfiller) syncEvictions(plan *Plan) {
 		for _, p := range ev.Pods {
 			out[p] = true
 		}
-		var keep []backfill.Placed
+		var keep []cluster.Placed
 		for _, p := range b.holders[i].Pods {
 			if !out[p.Pod] {
 				keep = append(keep, p)

@@ -70,7 +70,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 		u := preempt.Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1,
 			Cost: preempt.RestartCost(rj, nil, m.s.Now), Gang: &g}
 		for _, p := range rj.Pods {
-			u.Pods = append(u.Pods, preempt.Pod{Ref: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+			u.Pods = append(u.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		}
 		units = append(units, u)
 	}

@@ -60,7 +60,7 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 		byID[rj.Job.ID] = i
 		hr := health.Running{Job: rj.Job}
 		for _, p := range rj.Pods {
-			hr.Pods = append(hr.Pods, health.Pod{Ref: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+			hr.Pods = append(hr.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		}
 		d, hit := rem.Remediate(hr)
 		if !hit {

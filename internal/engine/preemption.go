@@ -181,10 +181,10 @@ func (m *roomMaker) unitsOfJob(rj RunningJob) []preempt.Unit {
 		}
 		return pods[a].Pod.Index < pods[b].Pod.Index
 	})
-	conv := func(ps []PodBind) []preempt.Pod {
-		out := make([]preempt.Pod, len(ps))
+	conv := func(ps []PodBind) []cluster.Placed {
+		out := make([]cluster.Placed, len(ps))
 		for i, p := range ps {
-			out[i] = preempt.Pod{Ref: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc}
+			out[i] = cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc}
 		}
 		return out
 	}
@@ -365,7 +365,7 @@ func (m *roomMaker) search(p preempt.Problem) preempt.Result {
 // evicted.
 func (m *roomMaker) apply(pj PendingJob, leaf string, gang placement.Gang, units []preempt.Unit, r preempt.Result,
 	cause func(u int) EvictionCause) (placement.Result, []Eviction, string) {
-	released := []preempt.Pod{}
+	released := []cluster.Placed{}
 	for _, u := range r.Victims {
 		for _, p := range units[u].Pods {
 			m.view.Release(p.Node, p.Alloc)
@@ -401,7 +401,7 @@ func (m *roomMaker) apply(pj PendingJob, leaf string, gang placement.Gang, units
 			ev.LostGPUSeconds += units[u].Cost
 			whole = whole || units[u].Needs >= 0 || m.isWhole(units, u)
 			for _, p := range units[u].Pods {
-				ev.Pods = append(ev.Pods, p.Ref)
+				ev.Pods = append(ev.Pods, p.Pod)
 				gpus += p.Alloc.GPUMilli()
 			}
 		}

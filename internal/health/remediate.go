@@ -11,17 +11,10 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-// Pod is one running pod as remediation sees it.
-type Pod struct {
-	Ref   workload.PodRef
-	Node  int
-	Alloc cluster.Alloc
-}
-
 // Running is a job holding capacity.
 type Running struct {
 	Job  *workload.Job
-	Pods []Pod
+	Pods []cluster.Placed
 }
 
 // Decision is what remediation does about one job hit by a failure.
@@ -134,7 +127,7 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 			d.Action = workload.ReplaceRanks
 			d.Within = within
 			for _, i := range failedPods {
-				d.Evict = append(d.Evict, rj.Pods[i].Ref)
+				d.Evict = append(d.Evict, rj.Pods[i].Pod)
 			}
 			where := "anywhere"
 			if within != 0 {
@@ -154,7 +147,7 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 	// gang anywhere it fits; its healthy capacity is free for this cycle.
 	d.Action = workload.RestartGang
 	for i, p := range rj.Pods {
-		d.Evict = append(d.Evict, p.Ref)
+		d.Evict = append(d.Evict, p.Pod)
 		if !released[i] {
 			r.View.Release(p.Node, p.Alloc)
 		}
@@ -176,11 +169,11 @@ func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.
 	var pods []placement.PodReq
 	for _, i := range failed {
 		p := rj.Pods[i]
-		req, ok := requestOf(rj.Job, p.Ref)
+		req, ok := requestOf(rj.Job, p.Pod)
 		if !ok {
 			return last, false
 		}
-		pr, _ := placement.Resolve(r.View, p.Ref, req)
+		pr, _ := placement.Resolve(r.View, p.Pod, req)
 		pods = append(pods, pr)
 	}
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })

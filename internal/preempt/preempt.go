@@ -21,20 +21,13 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-// Pod is one running pod a unit would evict.
-type Pod struct {
-	Ref   workload.PodRef
-	Node  int
-	Alloc cluster.Alloc
-}
-
 // Unit is pods that can be evicted together without leaving a gang below its
 // minimum: a whole job, or an elastic job's pods above its minimum. An
 // elastic job is two units: its pods above the minimum, and its minimum,
 // which Needs the first (taking it restarts the whole job).
 type Unit struct {
 	Job  workload.JobID
-	Pods []Pod
+	Pods []cluster.Placed
 	// Cost is the work the eviction throws away, in GPU-seconds
 	// (RestartCost of these pods).
 	Cost     float64

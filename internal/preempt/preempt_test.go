@@ -39,7 +39,7 @@ func randomScenario(rng *rand.Rand) scenario {
 			}
 			free -= g
 			id := workload.JobID(fmt.Sprintf("j%d-%d", n, dev))
-			u := Unit{Job: id, Pods: []Pod{{Ref: workload.PodRef{Job: id}, Node: n, Alloc: a}},
+			u := Unit{Job: id, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: id}, Node: n, Alloc: a}},
 				Cost: float64(g) * float64(1+rng.IntN(60)) * 60, Start: t0.Add(time.Duration(rng.IntN(100)) * time.Minute), Needs: -1}
 			units = append(units, u)
 		}
@@ -153,8 +153,8 @@ func TestSearchNeverTakesPartOfAnElasticMinimum(t *testing.T) {
 	}
 	// One elastic job on both nodes: its extra pod (node 1) and its
 	// minimum (node 0), which needs the extra pod gone first.
-	extra := Unit{Job: "e", Pods: []Pod{{Ref: workload.PodRef{Job: "e", Index: 1}, Node: 1, Alloc: whole(1)}}, Cost: 100, Needs: -1}
-	minimum := Unit{Job: "e", Pods: []Pod{{Ref: workload.PodRef{Job: "e", Index: 0}, Node: 0, Alloc: whole(0)}}, Cost: 1, Needs: 0}
+	extra := Unit{Job: "e", Pods: []cluster.Placed{{Pod: workload.PodRef{Job: "e", Index: 1}, Node: 1, Alloc: whole(1)}}, Cost: 100, Needs: -1}
+	minimum := Unit{Job: "e", Pods: []cluster.Placed{{Pod: workload.PodRef{Job: "e", Index: 0}, Node: 0, Alloc: whole(0)}}, Cost: 1, Needs: 0}
 	pod, _ := placement.Resolve(s, workload.PodRef{Job: "w"}, workload.Request{GPUs: 8})
 	cases := map[string]struct {
 		pods int

@@ -66,7 +66,7 @@ func newTrial(p *Problem, res *Result) *trial {
 
 // healthy drops shares of failed devices: releasing them gives nothing back,
 // so taking them again must not ask for them either.
-func (t *trial) healthy(pod Pod) cluster.Alloc {
+func (t *trial) healthy(pod cluster.Placed) cluster.Alloc {
 	a := pod.Alloc
 	for _, d := range a.Devices {
 		if !t.s.DeviceHealthy(pod.Node, d.Device) {
