@@ -15,16 +15,13 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-// MaxRuntimeAction is what happens to a job past its max runtime.
-type MaxRuntimeAction string
+// MaxRuntimeAction is what happens to a job past its max runtime
+// (backfill.MaxRuntimeAction).
+type MaxRuntimeAction = backfill.MaxRuntimeAction
 
 const (
-	// Terminate stops the job for good (Eviction.Terminal): it had its
-	// declared time, as a batch system's time limit works.
-	Terminate MaxRuntimeAction = "Terminate"
-	// Requeue evicts the job back to pending; it restarts from its last
-	// checkpoint and its max runtime counts again from the new start.
-	Requeue MaxRuntimeAction = "Requeue"
+	Terminate = backfill.Terminate
+	Requeue   = backfill.Requeue
 )
 
 // BackfillConfig tunes reservations and runtime limits (issue 6).
@@ -131,32 +128,19 @@ func (b *backfiller) resolvePools(plan *Plan) {
 	b.pools, plan.PoolProblems = backfill.Resolve(b.view, b.s.Pools)
 }
 
-// enforceMaxRuntime evicts every running job past its max runtime and gives
-// its capacity back to the view.
+// enforceMaxRuntime evicts every running job past its max runtime
+// (backfill.PastMaxRuntime), prices a requeue with the restart-cost model
+// and gives the capacity back to the view.
 func (b *backfiller) enforceMaxRuntime(plan *Plan) {
-	running := append([]RunningJob(nil), b.s.Running...)
-	sort.Slice(running, func(a, c int) bool { return running[a].Job.ID < running[c].Job.ID })
-	for _, rj := range running {
-		maxRun := rj.Job.MaxRuntime
-		ran := preempt.RunFor(rj, b.s.Now)
-		if maxRun <= 0 || ran < maxRun || len(rj.Pods) == 0 {
-			continue
+	for _, o := range backfill.PastMaxRuntime(b.s.Running, b.s.Now, b.cfg.OnMaxRuntime) {
+		if !o.Eviction.Terminal {
+			o.Eviction.LostGPUSeconds = preempt.RestartCost(o.Running, nil, b.s.Now)
 		}
-		ev := Eviction{Job: rj.Job.ID, Cause: CauseMaxRuntime, LostGPUSeconds: preempt.RestartCost(rj, nil, b.s.Now)}
-		for _, p := range rj.Pods {
-			ev.Pods = append(ev.Pods, p.Pod)
+		for _, p := range o.Running.Pods {
 			b.view.Release(p.NodeIndex, p.Alloc)
 		}
-		what := "terminated"
-		if b.cfg.OnMaxRuntime == Requeue {
-			what = "requeued from its last checkpoint"
-		} else {
-			ev.Terminal = true
-			ev.LostGPUSeconds = 0 // it ends: nothing is run again
-		}
-		ev.Message = fmt.Sprintf("ran %s, past its max runtime %s: %s", ran.Round(time.Second), maxRun, what)
-		plan.Evictions = append(plan.Evictions, ev)
-		b.gone[rj.Job.ID] = true
+		plan.Evictions = append(plan.Evictions, o.Eviction)
+		b.gone[o.Running.Job.ID] = true
 	}
 	b.seenEvs = len(plan.Evictions)
 }
