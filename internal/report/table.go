@@ -52,14 +52,17 @@ func buildGrid(c *comparison) grid {
 		}
 		return g
 	}
-	g.Sections = append(g.Sections, fill(c, "Time and jobs, arrival window (first to last submission)", timeColumns()))
-	g.Sections = append(g.Sections, fill(c, "Whole run (to the last event, drain included)", wholeRunColumns()))
-	if cols := sizeColumns(c); cols != nil {
-		g.Sections = append(g.Sections, fill(c, "By job size, whole run (mean / p95)", cols))
+	g.Sections = append(g.Sections, fill(c, "Time and jobs (useful and alloc % over the arrival window)", timeColumns()))
+	g.Sections = append(g.Sections, fill(c, "Whole run (first submission to last event, drain included)", wholeRunColumns()))
+	if wait, jct := sizeColumns(c); wait != nil {
+		g.Sections = append(g.Sections, fill(c, "Wait by job size in GPUs, censored (mean / p95)", wait))
+		g.Sections = append(g.Sections, fill(c, "JCT by job size in GPUs, completed jobs (mean / p95)", jct))
 	}
 	g.Notes = append(g.Notes,
-		"useful %: GPUs of running jobs doing work; alloc %: GPUs held at all, partly started gangs, hung jobs and unfinished rendezvous included.",
-		"wait p50/p95/max: jobs that started; censored waits count a job that never started with its wait until the end of the run.")
+		"useful %: GPUs of running jobs doing work; alloc %: GPUs held at all, including partly",
+		"started gangs, hung jobs and rendezvous that never completed.",
+		"wait p50/p95/max: jobs that started; censored: a job that never started counts",
+		"with its wait until the end of the run.")
 	if loc := localityColumns(c); loc != nil {
 		g.Sections = append(g.Sections, fill(c, "Placement locality", loc))
 		g.Notes = append(g.Notes, "min-dom %: share of multi-node gangs in the fewest possible domains of that topology level.")
@@ -199,8 +202,6 @@ func timeColumns() []column {
 		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
 		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
 		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),
-		num("partial\ngangs", func(s metrics.Summary) int { return s.PartialGangs }),
-		num("rendezvous\nfailed", func(s metrics.Summary) int { return s.RendezvousFailures }),
 	}
 }
 
@@ -213,20 +214,26 @@ func wholeRunColumns() []column {
 	dur := func(head string, f func(s metrics.Summary) float64) column {
 		return column{head, func(rs []metrics.Result) string { return duration(statOf(rs, field(f))) }}
 	}
+	num := func(head string, f func(s metrics.Summary) int) column {
+		return column{head, func(rs []metrics.Result) string {
+			return count(statOf(rs, field(func(s metrics.Summary) float64 { return float64(f(s)) })))
+		}}
+	}
 	return []column{
 		dur("makespan", func(s metrics.Summary) float64 { return s.MakespanS }),
 		pctCol("useful\n%", func(s metrics.Summary) float64 { return s.UtilizationMakespanPct }),
 		pctCol("alloc\n%", func(s metrics.Summary) float64 { return s.AllocatedMakespanPct }),
 		dur("wait mean\ncensored", func(s metrics.Summary) float64 { return s.WaitCensoredMeanS }),
 		dur("wait p95\ncensored", func(s metrics.Summary) float64 { return s.WaitCensoredP95S }),
-		dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }),
 		dur("JCT\np95", func(s metrics.Summary) float64 { return s.JCTP95S }),
+		num("partial\ngangs", func(s metrics.Summary) int { return s.PartialGangs }),
+		num("rendezvous\nfailed", func(s metrics.Summary) int { return s.RendezvousFailures }),
 	}
 }
 
 // sizeColumns are the censored waits and the JCTs of each job-size class
 // some run recorded, or nil.
-func sizeColumns(c *comparison) []column {
+func sizeColumns(c *comparison) (wait, jct []column) {
 	seen := map[string]bool{}
 	for _, p := range c.Policies {
 		for _, r := range p.Runs {
@@ -235,7 +242,6 @@ func sizeColumns(c *comparison) []column {
 			}
 		}
 	}
-	var cols []column
 	for _, class := range metrics.SizeClasses {
 		if !seen[class.Name] {
 			continue
@@ -255,16 +261,14 @@ func sizeColumns(c *comparison) []column {
 				return duration(statOf(rs, mean)) + " / " + duration(statOf(rs, p95))
 			}
 		}
-		cols = append(cols,
-			column{class.Name + " GPUs\nwait", pair(
-				pick(func(sc metrics.SizeClass) (float64, bool) { return sc.WaitMeanS, true }),
-				pick(func(sc metrics.SizeClass) (float64, bool) { return sc.WaitP95S, true }))},
-			column{class.Name + " GPUs\nJCT", pair(
-				pick(func(sc metrics.SizeClass) (float64, bool) { return sc.JCTMeanS, sc.Completed > 0 }),
-				pick(func(sc metrics.SizeClass) (float64, bool) { return sc.JCTP95S, sc.Completed > 0 }))},
-		)
+		wait = append(wait, column{class.Name, pair(
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.WaitMeanS, true }),
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.WaitP95S, true }))})
+		jct = append(jct, column{class.Name, pair(
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.JCTMeanS, sc.Completed > 0 }),
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.JCTP95S, sc.Completed > 0 }))})
 	}
-	return cols
+	return wait, jct
 }
 
 // localityColumns are the topology figures, or nil when no run recorded any
