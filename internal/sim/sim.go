@@ -30,8 +30,9 @@ const (
 	Replay Protocol = "replay"
 	// FGDOffline is the fgd protocol's workload placed with the whole list
 	// known in advance: largest GPU requests first (then CPU), an offline
-	// packing that bounds what an online order could reach. Only the figure
-	// at 130% arrived means anything.
+	// heuristic to compare with, not a bound (nothing proves no placement
+	// leaves fewer GPUs unallocated). Only the figure at 130% arrived means
+	// anything.
 	FGDOffline Protocol = "fgd-offline"
 )
 
