@@ -56,7 +56,7 @@ func TestCorralScoresFragmentationAgainstTheMix(t *testing.T) {
 		want   string
 	}{
 		"corral with the mix keeps room for 4-GPU pods": {policy: engine.Corral, mix: mix, want: "a"},
-		"corral without the mix falls back to best fit":  {policy: engine.Corral, want: "b"},
+		"corral without the mix falls back to best fit": {policy: engine.Corral, want: "b"},
 		"binpack is best fit":                           {policy: engine.Binpack, mix: mix, want: "b"},
 		"spread takes the emptier node":                 {policy: engine.Spread, mix: mix, want: "a"},
 	}
