@@ -240,7 +240,10 @@ func runReplay(state *cluster.State, eng Scheduler, jobs []Job, queues []queue.S
 			case evRendezvous:
 				wake = r.rendezvousTimeout(e.job, now) || wake
 			case evMIGReady:
-				r.state.SetDeviceHealth(e.node, e.dev, true)
+				// Nothing can have used the pending layout: it is idle.
+				if err := r.state.SetMIGLayout(e.node, e.dev, r.state.MIGLayout(e.node, e.dev), false); err != nil {
+					return r.rej, err
+				}
 				wake = true
 			}
 			changed = true
@@ -420,10 +423,14 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 		return false, err
 	}
 	if r.cfg.MIGReconfigure > 0 {
-		// The GPU drains and the MIG manager reconfigures it: it serves
-		// nothing until then, and its new instances appear only after.
+		// The GPU drains and the MIG manager reconfigures it: the node
+		// reports the new layout as pending (as a real node's
+		// nvidia.com/mig.config.state does), no instance of it serves
+		// anything, and the jobs it is meant for wait for it.
 		for _, rp := range plan.Repartitions {
-			r.state.SetDeviceHealth(rp.NodeIndex, rp.DeviceIndex, false)
+			if err := r.state.SetMIGLayout(rp.NodeIndex, rp.DeviceIndex, rp.Layout, true); err != nil {
+				return false, err
+			}
 			r.pushAt(now.Add(r.cfg.MIGReconfigure), evMIGReady, 0, rp.NodeIndex, rp.DeviceIndex)
 		}
 	}
