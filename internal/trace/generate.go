@@ -246,7 +246,8 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 	// stream with a fixed number of draws per job, so that every est and
 	// ckpt setting gives the same jobs, sizes, runtimes and arrivals.
 	info := rand.New(rand.NewPCG(uint64(p.seed), 0x696e666f)) // "info"
-	var work float64                                          // GPU-seconds offered
+
+	var work float64 // GPU-seconds offered
 	for i := 0; i < p.jobs; i++ {
 		size := shape.sizes.draw(rng)
 		runtime := runtimes[rng.IntN(len(runtimes))]
