@@ -43,6 +43,7 @@ type simOptions struct {
 	checkpointWait                            time.Duration
 	onMaxRuntime                              string
 	starveAfter                               time.Duration
+	rendezvous, migReconfigure                time.Duration
 }
 
 func newSimCmd() *cobra.Command {
@@ -55,15 +56,18 @@ them and writes an HTML report with charts and a JSON summary.
 
 With no flags it runs the embedded default: a DGX H100 cluster (2 blocks × 4
 racks × 16 nodes, 1,024 GPUs) and a generated LLM-era gang workload, replayed
-in time, for corral, spread and binpack.
+in time, for corral and the three systems a user would pick instead: kube
+(kube-scheduler's defaults, pod by pod), kube-gang (the same, all or nothing
+per job) and kueue-tas (Kueue with topology-aware scheduling).
 
 Clusters: ` + strings.Join(trace.Presets(), ", ") + `, "dgx-h100:blocks=B,racks=R,nodes=N", or a cluster YAML file.
 Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, or a trace file (.csv, .yaml).
 Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, team-b, team-c, each guaranteed a quarter
           of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
-Policies: corral, spread, binpack; for preemption reports corral-newest (corral
-          placing, victims chosen by lowest priority then newest, as peer
-          schedulers do) and corral-consolidate (corral with consolidation moves).
+Policies: corral; the baselines kube, kube-gang, kueue-tas (docs/simulator.md
+          says what each models and from which source); the ablations spread,
+          binpack (the FGD paper's baselines), greedy, fifo, corral-newest
+          (victims by lowest priority then newest) and corral-consolidate.
 Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departures)
            replay (submit and finish in time). The default is fgd for openb traces
            and replay otherwise.`,
@@ -80,7 +84,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.cluster, "cluster", defaultCluster, "cluster preset or YAML file")
 	f.StringVar(&o.trace, "trace", defaultTrace, "trace name, generator or file")
 	f.StringVar(&o.protocol, "protocol", "", "fgd or replay (default: fgd for openb traces, else replay)")
-	f.StringVar(&o.policies, "policies", "corral,spread,binpack", "comma-separated policies")
+	f.StringVar(&o.policies, "policies", "corral,kube,kube-gang,kueue-tas", "comma-separated policies")
 	f.StringVar(&o.queues, "queues", "", "queue preset or YAML file (replay)")
 	f.StringVar(&o.seeds, "seeds", "42", "seeds: 42, 42,43 or 42-51")
 	f.StringVar(&o.out, "out", "corral-report", "folder for report.html and summary.json")
@@ -94,6 +98,8 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.IntVar(&o.reservations, "reservations", 0, "corral: blocked jobs given a reservation per cycle (0: the engine default)")
 	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "corral: reservations per queue per cycle (0: the engine default)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
+	f.DurationVar(&o.rendezvous, "rendezvous-timeout", sim.DefaultRendezvous, "replay: a job whose pods have not all started by then fails, frees them and is resubmitted (negative: never)")
+	f.DurationVar(&o.migReconfigure, "mig-reconfigure", sim.DefaultMIGReconfigure, "replay: how long a MIG re-partition keeps the GPU out of service (negative: instantaneous, the oracle)")
 	f.DurationVar(&o.starveAfter, "starve-after", 0, "corral: wait after which a job is reserved ahead of everything (0: the engine default, 24h; negative: off)")
 	return cmd
 }
@@ -126,7 +132,7 @@ func parseSeeds(s string) ([]int64, error) {
 func parsePolicies(s string) ([]engine.Policy, error) {
 	var out []engine.Policy
 	for _, p := range strings.Split(s, ",") {
-		pol, err := engine.ParsePolicy(strings.TrimSpace(p))
+		pol, err := sim.ParsePolicy(strings.TrimSpace(p))
 		if err != nil {
 			return nil, err
 		}
@@ -195,13 +201,14 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		}
 		in := sim.Input{ClusterName: o.cluster, Topology: spec.Topology, Nodes: spec.Nodes, TraceName: o.trace, Queues: queues}
 		for _, j := range tr.Jobs {
-			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime})
+			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime, Checkpoints: sim.Checkpoints{
+				Every: j.CheckpointEvery, Jitter: j.CheckpointJitter, Seed: uint64(seed)}})
 		}
 		for _, pol := range policies {
 			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter},
-				CheckpointWait: o.checkpointWait, Failures: failures}
+				CheckpointWait: o.checkpointWait, Failures: failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
 			var bar *progressbar.ProgressBar
 			if progress {
 				bar = progressbar.NewOptions(100,

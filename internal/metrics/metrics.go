@@ -45,6 +45,10 @@ type Summary struct {
 	PartialGangs int `json:"partial_gangs"`
 	// PartialGangGPUHours is the GPU time those partial gangs held idle.
 	PartialGangGPUHours float64 `json:"partial_gang_gpu_hours"`
+	// RendezvousFailures counts jobs that failed because their pods had not
+	// all started within the rendezvous timeout: they freed the pods they
+	// held and were submitted again (replay).
+	RendezvousFailures int `json:"rendezvous_failures"`
 
 	// Evictions and restarts (preemption, reclaim, failures).
 	// Evictions counts eviction decisions carried out; JobsRestarted the
@@ -127,6 +131,17 @@ type Summary struct {
 	// arrival window cannot hide their drain from it.
 	UtilizationMakespanPct float64 `json:"utilization_makespan_pct"`
 	AllocatedPct           float64 `json:"allocated_pct"`
+	// AllocatedMakespanPct is AllocatedPct over the whole run: GPUs held,
+	// whether doing useful work or not (partial gangs, hung jobs).
+	AllocatedMakespanPct float64 `json:"allocated_makespan_pct"`
+	// WaitCensoredMeanS and WaitCensoredP95S are the waits of every job
+	// that was not rejected, a job that never started counting with its
+	// wait until the end of the run (censored): the wait_* figures above
+	// count only jobs that started.
+	WaitCensoredMeanS float64 `json:"wait_censored_mean_s"`
+	WaitCensoredP95S  float64 `json:"wait_censored_p95_s"`
+	// SizeClasses are the whole-run figures by job size (replay).
+	SizeClasses []SizeClass `json:"size_classes,omitempty"`
 
 	// Topology locality of multi-node gangs, per level from the host up:
 	// the share (0-1) placed in the minimum possible number of domains, and
@@ -164,3 +179,24 @@ type Series struct {
 	// Waits is each started job's queueing delay in seconds.
 	Waits []float64
 }
+
+// SizeClass is the whole-run figures of the jobs of one size range. Waits
+// are censored (a job that never started counts with its wait until the end
+// of the run); JCTs count the jobs that completed.
+type SizeClass struct {
+	// Class names the range of GPUs per job: "<=1", "2-8", "9-64", ">64".
+	Class     string  `json:"class"`
+	Jobs      int     `json:"jobs"`
+	Started   int     `json:"started"`
+	Completed int     `json:"completed"`
+	WaitMeanS float64 `json:"wait_mean_s"`
+	WaitP95S  float64 `json:"wait_p95_s"`
+	JCTMeanS  float64 `json:"jct_mean_s"`
+	JCTP95S   float64 `json:"jct_p95_s"`
+}
+
+// SizeClasses are the ranges of GPUs per job SizeClass uses, by upper bound.
+var SizeClasses = []struct {
+	Name string
+	Max  float64
+}{{"<=1", 1}, {"2-8", 8}, {"9-64", 64}, {">64", 1 << 30}}

@@ -52,7 +52,17 @@ func buildGrid(c *comparison) grid {
 		}
 		return g
 	}
-	g.Sections = append(g.Sections, fill(c, "Time and jobs", timeColumns()))
+	g.Sections = append(g.Sections, fill(c, "Time and jobs (useful and alloc % over the arrival window)", timeColumns()))
+	g.Sections = append(g.Sections, fill(c, "Whole run (first submission to last event, drain included)", wholeRunColumns()))
+	if wait, jct := sizeColumns(c); wait != nil {
+		g.Sections = append(g.Sections, fill(c, "Wait by job size in GPUs, censored (mean / p95)", wait))
+		g.Sections = append(g.Sections, fill(c, "JCT by job size in GPUs, completed jobs (mean / p95)", jct))
+	}
+	g.Notes = append(g.Notes,
+		"useful %: GPUs of running jobs doing work; alloc %: GPUs held at all, including partly",
+		"started gangs, hung jobs and rendezvous that never completed.",
+		"wait p50/p95/max: jobs that started; censored: a job that never started counts",
+		"with its wait until the end of the run.")
 	if loc := localityColumns(c); loc != nil {
 		g.Sections = append(g.Sections, fill(c, "Placement locality", loc))
 		g.Notes = append(g.Notes, "min-dom %: share of multi-node gangs in the fewest possible domains of that topology level.")
@@ -179,8 +189,11 @@ func timeColumns() []column {
 		}}
 	}
 	return []column{
-		{"util\n%", func(rs []metrics.Result) string {
+		{"useful\n%", func(rs []metrics.Result) string {
 			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.UtilizationPct })), 1, true)
+		}},
+		{"alloc\n%", func(rs []metrics.Result) string {
+			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.AllocatedPct })), 1, false)
 		}},
 		dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }),
 		dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }),
@@ -189,8 +202,73 @@ func timeColumns() []column {
 		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
 		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
 		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),
-		num("partial\ngangs", func(s metrics.Summary) int { return s.PartialGangs }),
 	}
+}
+
+// wholeRunColumns are the figures from the first submission to the last
+// event: a policy that defers work past the arrival window cannot hide it.
+func wholeRunColumns() []column {
+	pctCol := func(head string, f func(s metrics.Summary) float64) column {
+		return column{head, func(rs []metrics.Result) string { return fixed(statOf(rs, field(f)), 1, false) }}
+	}
+	dur := func(head string, f func(s metrics.Summary) float64) column {
+		return column{head, func(rs []metrics.Result) string { return duration(statOf(rs, field(f))) }}
+	}
+	num := func(head string, f func(s metrics.Summary) int) column {
+		return column{head, func(rs []metrics.Result) string {
+			return count(statOf(rs, field(func(s metrics.Summary) float64 { return float64(f(s)) })))
+		}}
+	}
+	return []column{
+		dur("makespan", func(s metrics.Summary) float64 { return s.MakespanS }),
+		pctCol("useful\n%", func(s metrics.Summary) float64 { return s.UtilizationMakespanPct }),
+		pctCol("alloc\n%", func(s metrics.Summary) float64 { return s.AllocatedMakespanPct }),
+		dur("wait mean\ncensored", func(s metrics.Summary) float64 { return s.WaitCensoredMeanS }),
+		dur("wait p95\ncensored", func(s metrics.Summary) float64 { return s.WaitCensoredP95S }),
+		dur("JCT\np95", func(s metrics.Summary) float64 { return s.JCTP95S }),
+		num("partial\ngangs", func(s metrics.Summary) int { return s.PartialGangs }),
+		num("rendezvous\nfailed", func(s metrics.Summary) int { return s.RendezvousFailures }),
+	}
+}
+
+// sizeColumns are the censored waits and the JCTs of each job-size class
+// some run recorded, or nil.
+func sizeColumns(c *comparison) (wait, jct []column) {
+	seen := map[string]bool{}
+	for _, p := range c.Policies {
+		for _, r := range p.Runs {
+			for _, sc := range r.Summary.SizeClasses {
+				seen[sc.Class] = true
+			}
+		}
+	}
+	for _, class := range metrics.SizeClasses {
+		if !seen[class.Name] {
+			continue
+		}
+		pick := func(f func(sc metrics.SizeClass) (float64, bool)) valueFn {
+			return func(s metrics.Summary) (float64, bool) {
+				for _, sc := range s.SizeClasses {
+					if sc.Class == class.Name {
+						return f(sc)
+					}
+				}
+				return 0, false
+			}
+		}
+		pair := func(mean, p95 valueFn) func(rs []metrics.Result) string {
+			return func(rs []metrics.Result) string {
+				return duration(statOf(rs, mean)) + " / " + duration(statOf(rs, p95))
+			}
+		}
+		wait = append(wait, column{class.Name, pair(
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.WaitMeanS, true }),
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.WaitP95S, true }))})
+		jct = append(jct, column{class.Name, pair(
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.JCTMeanS, sc.Completed > 0 }),
+			pick(func(sc metrics.SizeClass) (float64, bool) { return sc.JCTP95S, sc.Completed > 0 }))})
+	}
+	return wait, jct
 }
 
 // localityColumns are the topology figures, or nil when no run recorded any

@@ -17,8 +17,13 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 		s.MinDomainShare = map[string]float64{"spine": 1, "rack": 0.5}
 	}
 	fgdHeader := []string{"policy", "unalloc\n@100%", "unalloc\n@110%", "unalloc\n@120%", "unalloc\n@130%", "frag\n%", "decision\nµs/pod"}
-	timeHeader := []string{"policy", "util\n%", "wait\np50", "wait\np95", "wait\nmax", "JCT\nmean",
-		"jobs\ndone", "never\nfit", "still\npending", "partial\ngangs"}
+	timeHeader := []string{"policy", "useful\n%", "alloc\n%", "wait\np50", "wait\np95", "wait\nmax", "JCT\nmean",
+		"jobs\ndone", "never\nfit", "still\npending"}
+	wholeHeader := []string{"policy", "makespan", "useful\n%", "alloc\n%", "wait mean\ncensored", "wait p95\ncensored",
+		"JCT\np95", "partial\ngangs", "rendezvous\nfailed"}
+	sizes := func(s *metrics.Summary) {
+		s.SizeClasses = []metrics.SizeClass{{Class: "<=1", Jobs: 1}, {Class: ">64", Jobs: 1}}
+	}
 	cases := map[string]struct {
 		results []metrics.Result
 		want    [][]string // each section's header
@@ -29,7 +34,11 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 		},
 		"replay without topology figures": {
 			results: []metrics.Result{result("corral").Protocol("replay").Obj()},
-			want:    [][]string{timeHeader},
+			want:    [][]string{timeHeader, wholeHeader},
+		},
+		"replay with job sizes": {
+			results: []metrics.Result{result("corral").Protocol("replay").Sum(sizes).Obj()},
+			want:    [][]string{timeHeader, wholeHeader, {"policy", "<=1", ">64"}, {"policy", "<=1", ">64"}},
 		},
 		"trace with topology levels, sorted": {
 			results: []metrics.Result{
@@ -38,7 +47,7 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 					s.MinDomainShare = map[string]float64{"block": 1}
 				}).Obj(),
 			},
-			want: [][]string{timeHeader, {"policy", "multi-node\ngangs", "block\nmin-dom %", "rack\nmin-dom %",
+			want: [][]string{timeHeader, wholeHeader, {"policy", "multi-node\ngangs", "block\nmin-dom %", "rack\nmin-dom %",
 				"spine\nmin-dom %", "PCIe\nmin %", "comm\nslowdown"}},
 		},
 	}
@@ -98,7 +107,7 @@ func TestGridMeansOverSeeds(t *testing.T) {
 					s.UtilizationPct, s.JCTMeanS, s.JobsStillPending = 90, 7440, 4
 				}).Obj(),
 			},
-			want: [][]string{{"corral", "85.0 ± 7.1", "45s", "1h02m", "1d01h", "2h04m", "12.5", "0", "2", "0.5"}},
+			want: [][]string{{"corral", "85.0 ± 7.1", "0.0", "45s", "1h02m", "1d01h", "2h04m", "12.5", "0", "2"}},
 		},
 		"replay: min-domain share over the runs that have the level": {
 			results: []metrics.Result{
@@ -111,8 +120,18 @@ func TestGridMeansOverSeeds(t *testing.T) {
 					s.MinDomainShare = map[string]float64{"rack": 0.75}
 				}).Obj(),
 			},
-			section: 1,
+			section: 2,
 			want:    [][]string{{"corral", "3", "62.5", "100.0", "75.0", "1.375"}},
+		},
+		"replay: whole run and size classes": {
+			results: []metrics.Result{
+				result("corral").Seed(1).Protocol("replay").Sum(func(s *metrics.Summary) {
+					s.MakespanS, s.UtilizationMakespanPct, s.AllocatedMakespanPct, s.PartialGangs, s.RendezvousFailures = 86400, 40, 90, 2, 7
+					s.SizeClasses = []metrics.SizeClass{{Class: "2-8", Jobs: 3, WaitMeanS: 60, WaitP95S: 120}}
+				}).Obj(),
+			},
+			section: 1,
+			want:    [][]string{{"corral", "1d00h", "40.0", "90.0", "0s", "0s", "0s", "2", "7"}},
 		},
 	}
 	for name, tc := range cases {
@@ -193,7 +212,7 @@ func TestTableRightAligned(t *testing.T) {
 	end := map[string]int{}
 	for _, l := range strings.Split(b.String(), "\n") {
 		for p, v := range map[string]string{"corral": " 7 ", "spread": " 12345 "} {
-			if strings.Contains(l, p+" ") {
+			if strings.Contains(l, p+" ") && strings.Contains(l, v) { // the jobs section's row
 				end[p] = text.StringWidthWithoutEscSequences(l[:strings.Index(l, v)+len(v)])
 			}
 		}

@@ -237,7 +237,8 @@ func withFailurePolicy(jobs []Job, m FailureModel) []Job {
 		if m.Remediation != "" {
 			c.Remediation = m.Remediation
 		}
-		out[i] = Job{Job: &c, Runtime: j.Runtime}
+		out[i] = j
+		out[i].Job = &c
 	}
 	return out
 }

@@ -20,6 +20,8 @@ type fairness struct {
 	leaves map[string]bool
 	jain   float64 // now, until the next event
 	area   float64 // jain × seconds
+	// reported: the scheduler ever reported queue standings.
+	reported bool
 
 	late      string
 	lateStart time.Time
@@ -96,6 +98,9 @@ func (f *fairness) observe(qs []engine.QueueStatus, now time.Time) {
 	if f == nil {
 		return
 	}
+	if len(qs) > 0 {
+		f.reported = true
+	}
 	var sum, sq float64
 	n := 0
 	for _, q := range qs {
@@ -147,7 +152,9 @@ func gpuMilli(a cycle.Amounts) int64 {
 }
 
 func (f *fairness) summarise(s *metrics.Summary, span float64) {
-	if f == nil {
+	if f == nil || !f.reported {
+		// A scheduler that knows no queues (the baselines) reports no
+		// standing: its fairness is not measured, rather than shown as 1.
 		return
 	}
 	if span > 0 {

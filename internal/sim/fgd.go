@@ -45,7 +45,7 @@ func fgdWorkload(jobs []Job, capacity int64, seed int64) []*workload.Job {
 	return out
 }
 
-func runFGD(state *cluster.State, eng *engine.Engine, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
+func runFGD(state *cluster.State, eng Scheduler, jobs []Job, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	capacity := state.CapacityMilli()
 	if capacity == 0 {
 		return nil, fmt.Errorf("the fgd protocol needs GPUs; the cluster has none")

@@ -30,6 +30,11 @@ const (
 	evFail   // the failure process: something fails, the next failure is drawn
 	// evDetect runs a cycle when the scheduler learns of a node failure.
 	evDetect
+	// evRendezvous fails a job whose pods have not all started within the
+	// rendezvous timeout.
+	evRendezvous
+	// evMIGReady brings a re-partitioned MIG GPU back into service.
+	evMIGReady
 )
 
 type event struct {
@@ -111,11 +116,16 @@ type jobRun struct {
 	// restart pays the job's, a paused gang resumed with replaced ranks
 	// the failure model's ReplaceOverhead.
 	runOverhead time.Duration
+	// partialSince is when the job's first pod started while the rest had
+	// not (its rendezvous began); zero when it holds no pod or runs.
+	partialSince time.Time
+	// ckpt is the job's true checkpoint schedule (Job.Checkpoints).
+	ckpt *ckptSchedule
 }
 
 type replay struct {
 	state      *cluster.State
-	eng        *engine.Engine
+	eng        Scheduler
 	cfg        Config
 	res        *metrics.Result
 	jobs       []*jobRun
@@ -164,7 +174,7 @@ type failureStats struct {
 // were applied; each one re-partitions an idle GPU, so a handful suffice.
 const maxRecycles = 8
 
-func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []cycle.QueueSpec, cfg Config, res *metrics.Result) ([]Rejection, error) {
+func runReplay(state *cluster.State, eng Scheduler, jobs []Job, queues []cycle.QueueSpec, cfg Config, res *metrics.Result) ([]Rejection, error) {
 	r := &replay{state: state, eng: eng, cfg: cfg, res: res, byID: map[workload.JobID]int{},
 		capacity: state.CapacityMilli(), loc: newLocality(state), fair: newFairness(queues, jobs)}
 	for i, j := range jobs {
@@ -227,6 +237,14 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []cy
 				health = true
 			case evRepair:
 				r.repair(e.node, e.dev, now)
+			case evRendezvous:
+				wake = r.rendezvousTimeout(e.job, now) || wake
+			case evMIGReady:
+				// Nothing can have used the pending layout: it is idle.
+				if err := r.state.SetMIGLayout(e.node, e.dev, r.state.MIGLayout(e.node, e.dev), false); err != nil {
+					return r.rej, err
+				}
+				wake = true
 			}
 			changed = true
 		}
@@ -269,6 +287,31 @@ func runReplay(state *cluster.State, eng *engine.Engine, jobs []Job, queues []cy
 func (r *replay) push(at time.Time, kind eventKind, job int) {
 	heap.Push(&r.events, event{at: at, kind: kind, job: job, seq: r.seq, epoch: r.jobs[job].epoch})
 	r.seq++
+}
+
+// pushAt pushes an event that names a device (node, dev) besides a job.
+func (r *replay) pushAt(at time.Time, kind eventKind, job, node, dev int) {
+	heap.Push(&r.events, event{at: at, kind: kind, job: job, seq: r.seq, epoch: r.jobs[job].epoch, node: node, dev: dev})
+	r.seq++
+}
+
+// rendezvousTimeout fails a job whose pods have not all started within the
+// rendezvous timeout, as torchrun's rendezvous (or NCCL's init) gives up:
+// its started pods exit and free their GPUs, and its controller submits it
+// again, so it waits once more, from its first submission. It reports
+// whether the job failed.
+func (r *replay) rendezvousTimeout(i int, now time.Time) bool {
+	jr := r.jobs[i]
+	if jr.started || jr.paused || jr.finished || len(jr.bound) == 0 || jr.partialSince.IsZero() ||
+		now.Before(jr.partialSince.Add(r.cfg.Rendezvous)) {
+		return false // started, gave its pods back, or a later rendezvous
+	}
+	for _, ref := range sortedRefs(jr.bound) {
+		r.unbind(jr, ref, false)
+	}
+	jr.partialSince = time.Time{}
+	r.res.Summary.RendezvousFailures++
+	return true
 }
 
 // advance integrates utilisation and partial-gang idle time up to now.
@@ -333,15 +376,17 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 	for _, i := range r.running {
 		snap.Running = append(snap.Running, r.runningJob(r.jobs[i], now))
 	}
-	if r.inj != nil {
-		// Jobs holding pods without running (partial or paused gangs) hold
-		// capacity too: a failure under them must be remediated.
-		for _, i := range r.pending {
-			if jr := r.jobs[i]; !jr.started && len(jr.bound) > 0 {
-				rj := r.runningJob(jr, now)
-				rj.Start = now
-				snap.Running = append(snap.Running, rj)
+	// Jobs holding pods without running (partial or paused gangs) hold
+	// capacity too: a failure under them must be remediated, and a
+	// scheduler that preempts pods sees them as it sees any running pod.
+	for _, i := range r.pending {
+		if jr := r.jobs[i]; !jr.started && len(jr.bound) > 0 {
+			rj := r.runningJob(jr, now)
+			rj.Start = now
+			if !jr.partialSince.IsZero() {
+				rj.Start = jr.partialSince
 			}
+			snap.Running = append(snap.Running, rj)
 		}
 	}
 	t0 := r.cfg.Clock()
@@ -377,6 +422,18 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 	if err := repartition(r.state, plan, r.res); err != nil {
 		return false, err
 	}
+	if r.cfg.MIGReconfigure > 0 {
+		// The GPU drains and the MIG manager reconfigures it: the node
+		// reports the new layout as pending (as a real node's
+		// nvidia.com/mig.config.state does), no instance of it serves
+		// anything, and the jobs it is meant for wait for it.
+		for _, rp := range plan.Repartitions {
+			if err := r.state.SetMIGLayout(rp.NodeIndex, rp.DeviceIndex, rp.Layout, true); err != nil {
+				return false, err
+			}
+			r.pushAt(now.Add(r.cfg.MIGReconfigure), evMIGReady, 0, rp.NodeIndex, rp.DeviceIndex)
+		}
+	}
 	r.fair.observe(plan.Queues, now)
 	if plan.Retry.After(now) && (r.wakeAt.IsZero() || plan.Retry.Before(r.wakeAt)) {
 		r.wakeAt = plan.Retry
@@ -409,9 +466,16 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 			}
 		} else if len(jr.bound) >= jr.job.GangMin() {
 			r.startJob(jr, now)
-		} else if !jr.partial {
-			jr.partial = true
-			r.res.Summary.PartialGangs++
+		} else {
+			if !jr.partial {
+				jr.partial = true
+				r.res.Summary.PartialGangs++
+			}
+			if jr.partialSince.IsZero() && !jr.paused && r.cfg.Rendezvous > 0 {
+				// Its first pods started: their rendezvous waits for the rest.
+				jr.partialSince = now
+				r.pushAt(now.Add(r.cfg.Rendezvous), evRendezvous, r.byID[jr.job.ID], -1, -1)
+			}
 		}
 	}
 	for _, p := range plan.Pending {
@@ -440,7 +504,7 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 		}
 	}
 	r.pending = kept
-	if len(plan.Repartitions) > 0 && len(r.pending) > 0 && r.recycles < maxRecycles {
+	if len(plan.Repartitions) > 0 && r.cfg.MIGReconfigure < 0 && len(r.pending) > 0 && r.recycles < maxRecycles {
 		// The jobs that waited for the new layouts can bind now.
 		r.recycles++
 		defer func() { r.recycles-- }()
@@ -452,6 +516,7 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 
 func (r *replay) startJob(jr *jobRun, now time.Time) {
 	jr.started, jr.start = true, now
+	jr.partialSince = time.Time{}
 	r.restartInjector(now)
 	jr.runOverhead = jr.job.RestartOverhead
 	if jr.paused && r.inj != nil && r.inj.m.ReplaceOverhead >= 0 {
@@ -607,6 +672,9 @@ func (r *replay) evict(ev engine.Eviction, now time.Time) error {
 	if failure && !jr.started && len(jr.bound) == 0 {
 		jr.paused, jr.pin = false, engine.Pin{} // the whole gang starts over
 	}
+	if !jr.started && len(jr.bound) == 0 {
+		jr.partialSince = time.Time{} // nothing left waiting at the rendezvous
+	}
 	if !jr.started {
 		return nil
 	}
@@ -704,7 +772,15 @@ func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration)
 	if work <= 0 {
 		return 0, ran
 	}
-	if ci := jr.job.CheckpointInterval; ci > 0 {
+	switch ci := jr.job.CheckpointInterval; {
+	case jr.job.Checkpoints.Every > 0:
+		// The job's true schedule: the scheduler learns of each checkpoint
+		// only once it is taken (runningJob reports the last one).
+		if jr.ckpt == nil {
+			jr.ckpt = newCkptSchedule(jr.job)
+		}
+		saved = jr.ckpt.saved(work)
+	case ci > 0:
 		saved = work / ci * ci
 	}
 	if left := jr.job.Runtime - jr.workDone; jr.job.Runtime > 0 && saved > left {
@@ -791,6 +867,53 @@ func (r *replay) summarise() {
 	r.loc.summarise(s)
 	r.summariseFailures()
 	r.largeJobWaits(s)
+	r.wholeRun(s)
+}
+
+// wholeRun adds the figures over the whole run: GPUs allocated whatever they
+// did, and waits and JCTs by job size, never-started jobs counted with their
+// wait until the end of the run rather than dropped.
+func (r *replay) wholeRun(s *metrics.Summary) {
+	if s.MakespanS > 0 && r.capacity > 0 {
+		s.AllocatedMakespanPct = 100 * r.fail.allocArea / (s.MakespanS * float64(r.capacity))
+	}
+	var all []float64
+	waits := make([][]float64, len(metrics.SizeClasses))
+	jcts := make([][]float64, len(metrics.SizeClasses))
+	classes := make([]metrics.SizeClass, len(metrics.SizeClasses))
+	for c := range classes {
+		classes[c].Class = metrics.SizeClasses[c].Name
+	}
+	for _, jr := range r.jobs {
+		if jr.rejected {
+			continue
+		}
+		c := 0
+		for c < len(metrics.SizeClasses)-1 && jr.job.GPUs() > metrics.SizeClasses[c].Max {
+			c++
+		}
+		classes[c].Jobs++
+		w := r.lastT.Sub(jr.job.Submit).Seconds()
+		if jr.waited {
+			w = jr.wait
+			classes[c].Started++
+		}
+		all = append(all, w)
+		waits[c] = append(waits[c], w)
+		if jr.finished && !jr.terminated {
+			classes[c].Completed++
+			jcts[c] = append(jcts[c], jr.end.Sub(jr.job.Submit).Seconds())
+		}
+	}
+	_, s.WaitCensoredP95S, _, s.WaitCensoredMeanS = quantiles(all)
+	for c := range classes {
+		if classes[c].Jobs == 0 {
+			continue
+		}
+		_, classes[c].WaitP95S, _, classes[c].WaitMeanS = quantiles(waits[c])
+		_, classes[c].JCTP95S, _, classes[c].JCTMeanS = quantiles(jcts[c])
+		s.SizeClasses = append(s.SizeClasses, classes[c])
+	}
 }
 
 // largeJobWaits measures the waits of the largest jobs: those at or above

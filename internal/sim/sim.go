@@ -9,8 +9,10 @@ import (
 	"github.com/corral-dev/corral/internal/cycle"
 
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/baseline"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
@@ -29,8 +31,9 @@ const (
 	Replay Protocol = "replay"
 	// FGDOffline is the fgd protocol's workload placed with the whole list
 	// known in advance: largest GPU requests first (then CPU), an offline
-	// packing that bounds what an online order could reach. Only the figure
-	// at 130% arrived means anything.
+	// heuristic to compare with, not a bound (nothing proves no placement
+	// leaves fewer GPUs unallocated). Only the figure at 130% arrived means
+	// anything.
 	FGDOffline Protocol = "fgd-offline"
 )
 
@@ -43,10 +46,14 @@ func ParseProtocol(s string) (Protocol, error) {
 	return "", fmt.Errorf("unknown protocol %q (known: fgd, fgd-offline, replay)", s)
 }
 
-// Job is a job of the input with the time it really runs once started.
+// Job is a job of the input with what only the simulated workload knows:
+// the time it really runs once started and when it really checkpoints.
 type Job struct {
 	*workload.Job
 	Runtime time.Duration // 0: never ends by itself
+	// Checkpoints is how the job really checkpoints; the zero value checkpoints
+	// exactly every Job.CheckpointInterval (the oracle).
+	Checkpoints Checkpoints
 }
 
 // Input is what a run reads.
@@ -60,8 +67,49 @@ type Input struct {
 	Queues []cycle.QueueSpec
 }
 
+// Scheduler is what the simulator drives: one cycle, a Snapshot in and a
+// Plan out. corral's engine and the baselines (internal/baseline) satisfy it.
+type Scheduler interface {
+	Cycle(s *engine.Snapshot) engine.Plan
+}
+
+// Policies lists every policy the simulator runs, in report order: corral,
+// the baselines that model other systems, then corral's ablations.
+func Policies() []string {
+	out := []string{string(engine.Corral)}
+	out = append(out, baseline.Names...)
+	for _, p := range []engine.Policy{engine.Spread, engine.Binpack, engine.Greedy, engine.FIFO,
+		engine.CorralNewest, engine.CorralConsolidate} {
+		out = append(out, string(p))
+	}
+	return out
+}
+
+// ParsePolicy checks a policy name: a baseline or an engine policy.
+func ParsePolicy(s string) (engine.Policy, error) {
+	if _, ok := baseline.New(s); ok {
+		return engine.Policy(s), nil
+	}
+	if p, err := engine.ParsePolicy(s); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown policy %q (known: %s)", s, strings.Join(Policies(), ", "))
+}
+
+// DefaultRendezvous is how long a distributed job waits for all its pods to
+// start before it fails: torch.distributed.elastic's rendezvous join timeout
+// (600 s by default), the same order as NCCL's default 10-minute timeout.
+const DefaultRendezvous = 10 * time.Minute
+
+// DefaultMIGReconfigure is how long a MIG re-partition keeps a GPU out of
+// service: draining, then the MIG manager's reconfiguration (see
+// docs/simulator.md for the figure's source).
+const DefaultMIGReconfigure = 2 * time.Minute
+
 // Config is one run's settings.
 type Config struct {
+	// Policy names corral, a baseline (internal/baseline) or an ablation;
+	// see Policies.
 	Policy   engine.Policy
 	Protocol Protocol
 	Seed     int64
@@ -79,6 +127,14 @@ type Config struct {
 	CheckpointWait time.Duration
 	// Failures injects device and node failures into replay; nil: none.
 	Failures *FailureModel
+	// Rendezvous is how long a job whose pods have not all started keeps
+	// the ones that have (replay): then it fails, frees them and is
+	// submitted again. Zero means DefaultRendezvous, negative never.
+	Rendezvous time.Duration
+	// MIGReconfigure is how long a re-partitioned MIG GPU serves nothing
+	// (replay). Zero means DefaultMIGReconfigure, negative instantaneous
+	// (the oracle).
+	MIGReconfigure time.Duration
 }
 
 // Rejection is a job the run refused before or while scheduling it.
@@ -108,7 +164,21 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 	res.Summary.Nodes = state.NumNodes()
 	res.Summary.GPUs = state.DomainCapacityGPUs(0, cluster.AllModels)
 	res.Summary.CapacityMilli = state.CapacityMilli()
-	eng := engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait})
+	var eng Scheduler
+	if b, ok := baseline.New(string(cfg.Policy)); ok {
+		eng = b
+	} else {
+		if _, err := engine.ParsePolicy(string(cfg.Policy)); err != nil {
+			return res, nil, err
+		}
+		eng = engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait})
+	}
+	if cfg.Rendezvous == 0 {
+		cfg.Rendezvous = DefaultRendezvous
+	}
+	if cfg.MIGReconfigure == 0 {
+		cfg.MIGReconfigure = DefaultMIGReconfigure
+	}
 	if cfg.Failures != nil {
 		in.Jobs = withFailurePolicy(in.Jobs, *cfg.Failures)
 		if cfg.Failures.Remediation != "" {

@@ -185,7 +185,7 @@ func TestReplayWithQueuesMeasuresFairnessAndLostWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := trace.LoadTrace("gen:llm?jobs=150&late=0.5&load=1.2&ckpt=30m&restart=5m", trace.Options{Seed: 5, Cluster: spec})
+	tr, err := trace.LoadTrace("gen:llm?jobs=150&late=0.5&load=1.2&ckpt=30m&restart=5m&est=hours", trace.Options{Seed: 5, Cluster: spec})
 	if err != nil {
 		t.Fatal(err)
 	}

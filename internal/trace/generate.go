@@ -36,7 +36,52 @@ const (
 
 	defaultGenJobs = 2000
 	defaultGenLoad = 0.9
+
+	// Realistic information (issue 15; docs/formats.md). Kubernetes has no
+	// runtime field, so most jobs declare nothing; the share that does is
+	// an assumption, not a measured figure.
+	defaultDeclared = 0.2
+	// A job's own mean checkpoint interval is its declared one times
+	// U(1-spread, 1+spread), and each interval varies by ±jitter of it:
+	// assumptions standing in for data loading, evaluation and storage
+	// contention, which no published trace measures.
+	defaultCkptSpread = 0.5
+	defaultCkptJitter = 0.25
 )
+
+// Runtime estimate modes of gen:llm (parameter est).
+const (
+	estModel = "model" // a share of jobs declare, over-estimating (default)
+	estNone  = "none"  // no job declares a runtime
+	estHours = "hours" // every job declares its runtime rounded up to the hour (before issue 15)
+	estExact = "exact" // every job declares its true runtime (the oracle)
+)
+
+// popularEstimates are the round values users give as runtime estimates.
+// Tsafrir, Etsion and Feitelson ("Modeling User Runtime Estimates", JSSPP
+// 2005) found estimates modal: about 20 round values (minutes, hours, a day,
+// the queue's limit) cover some 90% of jobs.
+var popularEstimates = []time.Duration{
+	5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 20 * time.Minute, 30 * time.Minute, 45 * time.Minute,
+	time.Hour, 90 * time.Minute, 2 * time.Hour, 3 * time.Hour, 4 * time.Hour, 6 * time.Hour, 8 * time.Hour,
+	10 * time.Hour, 12 * time.Hour, 18 * time.Hour, 24 * time.Hour, 36 * time.Hour, 48 * time.Hour,
+	72 * time.Hour, 96 * time.Hour, 120 * time.Hour, maxRuntime,
+}
+
+// estimate is a user's runtime estimate for a job that runs runtime: the
+// accuracy runtime / estimate is uniform on (0, 1] (Mu'alem and Feitelson,
+// IEEE TPDS 12(6), 2001, found it nearly uniform on the SP2 logs), and the
+// estimate is rounded up to the next popular value, at most the week the
+// generator's runtimes are capped at. u is the uniform draw in [0, 1).
+func estimate(runtime time.Duration, u float64) time.Duration {
+	raw := float64(runtime) / (1 - u) // 1-u is in (0, 1]
+	for _, p := range popularEstimates {
+		if float64(p) >= raw {
+			return p
+		}
+	}
+	return maxRuntime
+}
 
 var llmQueues = []string{"team-a", "team-b", "team-c"}
 
@@ -54,12 +99,20 @@ type genParams struct {
 	// default only multi-node jobs do, every 30 minutes); restart is the
 	// restart overhead of every job (default none).
 	ckpt, restart time.Duration
+	// est is how runtimes are declared (estModel ...); declared is the
+	// share of jobs that declare one under estModel.
+	est      string
+	declared float64
+	// ckptSpread and ckptJitter shape the true checkpoints (0 and 0: the
+	// declared interval exactly).
+	ckptSpread, ckptJitter float64
 }
 
 // parseGen reads "gen:llm?jobs=2000&load=0.9&seed=7"; parameters given in
 // the spec win over opt, which wins over the defaults.
 func parseGen(spec string, opt Options) (genParams, error) {
-	p := genParams{jobs: defaultGenJobs, load: defaultGenLoad, seed: opt.Seed}
+	p := genParams{jobs: defaultGenJobs, load: defaultGenLoad, seed: opt.Seed, est: estModel,
+		declared: defaultDeclared, ckptSpread: defaultCkptSpread, ckptJitter: defaultCkptJitter}
 	if opt.Jobs > 0 {
 		p.jobs = opt.Jobs
 	}
@@ -90,6 +143,19 @@ func parseGen(spec string, opt Options) (genParams, error) {
 			p.seed, err = strconv.ParseInt(v, 10, 64)
 		case "late":
 			p.late, err = strconv.ParseFloat(v, 64)
+		case "declared":
+			p.declared, err = strconv.ParseFloat(v, 64)
+		case "ckptspread":
+			p.ckptSpread, err = strconv.ParseFloat(v, 64)
+		case "ckptjitter":
+			p.ckptJitter, err = strconv.ParseFloat(v, 64)
+		case "est":
+			switch v {
+			case estModel, estNone, estHours, estExact:
+				p.est = v
+			default:
+				return p, fmt.Errorf("%s: est=%q: want model, none, hours or exact", spec, v)
+			}
 		case "ckpt", "restart":
 			var d time.Duration
 			if d, err = time.ParseDuration(v); err == nil && d < 0 {
@@ -104,7 +170,7 @@ func parseGen(spec string, opt Options) (genParams, error) {
 				p.restart = d
 			}
 		default:
-			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed, late, ckpt, restart)", spec, k)
+			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed, late, ckpt, restart, est, declared, ckptspread, ckptjitter)", spec, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("%s: %s=%q is not a number", spec, k, v)
@@ -115,6 +181,14 @@ func parseGen(spec string, opt Options) (genParams, error) {
 	}
 	if !(p.late >= 0 && p.late < 1) {
 		return p, fmt.Errorf("%s: late=%g: want a share of the span in [0, 1)", spec, p.late)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"declared", p.declared}, {"ckptspread", p.ckptSpread}, {"ckptjitter", p.ckptJitter}} {
+		if !(f.v >= 0 && f.v <= 1) {
+			return p, fmt.Errorf("%s: %s=%g: want a share in [0, 1]", spec, f.name, f.v)
+		}
 	}
 	if !(p.load > 0 && p.load <= 100) {
 		return p, fmt.Errorf("%s: load=%g: want a share of GPU capacity above 0 (0.9 = 90%%)", spec, p.load)
@@ -159,6 +233,20 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 	if p.restart > 0 {
 		t.Name += "&restart=" + p.restart.String()
 	}
+	if p.est != estModel {
+		t.Name += "&est=" + p.est
+	}
+	if p.declared != defaultDeclared {
+		t.Name += fmt.Sprintf("&declared=%g", p.declared)
+	}
+	if p.ckptSpread != defaultCkptSpread || p.ckptJitter != defaultCkptJitter {
+		t.Name += fmt.Sprintf("&ckptspread=%g&ckptjitter=%g", p.ckptSpread, p.ckptJitter)
+	}
+	// What users declare and how jobs really checkpoint come from a second
+	// stream with a fixed number of draws per job, so that every est and
+	// ckpt setting gives the same jobs, sizes, runtimes and arrivals.
+	info := rand.New(rand.NewPCG(uint64(p.seed), 0x696e666f)) // "info"
+
 	var work float64 // GPU-seconds offered
 	for i := 0; i < p.jobs; i++ {
 		size := shape.sizes.draw(rng)
@@ -167,9 +255,18 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 			ID:          workload.JobID(fmt.Sprintf("llm-%05d", i)),
 			Queue:       llmQueues[rng.IntN(len(llmQueues))],
 			Preemptible: true,
-			// Users over-estimate: they ask for whole hours.
-			ExpectedRuntime: (runtime + time.Hour - 1).Truncate(time.Hour),
-			Source:          fmt.Sprintf("%s:%d", t.Name, i),
+			Source:      fmt.Sprintf("%s:%d", t.Name, i),
+		}
+		declares, accuracy, spread, _ := info.Float64(), info.Float64(), info.Float64(), info.Float64()
+		switch p.est {
+		case estModel:
+			if declares < p.declared {
+				j.ExpectedRuntime = estimate(runtime, accuracy)
+			}
+		case estHours:
+			j.ExpectedRuntime = (runtime + time.Hour - 1).Truncate(time.Hour)
+		case estExact:
+			j.ExpectedRuntime = runtime
 		}
 		if rng.Float64() < highPriority {
 			j.Priority, j.Preemptible = 100, false
@@ -180,7 +277,12 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 		}
 		j.RestartOverhead = p.restart
 		work += float64(size) * runtime.Seconds()
-		t.Jobs = append(t.Jobs, Job{Job: j, Runtime: runtime})
+		tj := Job{Job: j, Runtime: runtime}
+		if ci := j.CheckpointInterval; ci > 0 && (p.ckptSpread > 0 || p.ckptJitter > 0) {
+			tj.CheckpointEvery = time.Duration(float64(ci) * (1 + p.ckptSpread*(2*spread-1)))
+			tj.CheckpointJitter = p.ckptJitter
+		}
+		t.Jobs = append(t.Jobs, tj)
 	}
 	// Poisson arrivals at the rate that offers p.load of the GPU capacity:
 	// given n arrivals over a span T, a Poisson process puts them uniformly in

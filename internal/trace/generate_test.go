@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -51,6 +52,7 @@ func TestGenLLMFigures(t *testing.T) {
 	}
 	var gpus, work float64
 	var last time.Time
+	declared := 0
 	for i, j := range tr.Jobs {
 		if err := j.Validate(); err != nil {
 			t.Fatal(err)
@@ -64,9 +66,21 @@ func TestGenLLMFigures(t *testing.T) {
 		if j.Runtime <= 0 || j.Runtime > maxRuntime {
 			t.Fatalf("%s runtime %v", j.ID, j.Runtime)
 		}
-		if j.ExpectedRuntime < j.Runtime || j.ExpectedRuntime%time.Hour != 0 {
-			t.Fatalf("%s expects %v for a %v run", j.ID, j.ExpectedRuntime, j.Runtime)
+		if j.ExpectedRuntime != 0 {
+			declared++
+			if j.ExpectedRuntime < j.Runtime && j.ExpectedRuntime != maxRuntime || !slices.Contains(popularEstimates, j.ExpectedRuntime) {
+				t.Fatalf("%s expects %v for a %v run", j.ID, j.ExpectedRuntime, j.Runtime)
+			}
 		}
+		if j.CheckpointInterval > 0 && (j.CheckpointEvery < j.CheckpointInterval/2 || j.CheckpointEvery > j.CheckpointInterval*3/2 ||
+			j.CheckpointJitter != defaultCkptJitter) {
+			t.Fatalf("%s declares checkpoints every %v, takes them every %v ± %g", j.ID, j.CheckpointInterval,
+				j.CheckpointEvery, j.CheckpointJitter)
+		}
+	}
+	// Most jobs declare no runtime (the default share is 20%).
+	if share := float64(declared) / float64(len(tr.Jobs)); math.Abs(share-defaultDeclared) > 0.02 {
+		t.Errorf("%.1f%% of jobs declare a runtime, want %.0f%%", 100*share, 100*defaultDeclared)
 	}
 	mean := gpus / float64(len(tr.Jobs))
 	if math.Abs(mean-kalosMeanGPUs) > 0.2*kalosMeanGPUs {
@@ -163,7 +177,9 @@ func TestGenErrors(t *testing.T) {
 	}{
 		"no cluster":        {"gen:llm", Options{}, "gen:llm: the generator sizes jobs to a cluster: give one"},
 		"unknown generator": {"gen:hpc", Options{Cluster: c}, `unknown generator "gen:hpc" (known: gen:llm, gen:mig)`},
-		"unknown parameter": {"gen:llm?size=3", Options{Cluster: c}, `gen:llm?size=3: unknown parameter "size" (known: jobs, load, seed, late, ckpt, restart)`},
+		"unknown parameter": {"gen:llm?size=3", Options{Cluster: c}, `gen:llm?size=3: unknown parameter "size" (known: jobs, load, seed, late, ckpt, restart, est, declared, ckptspread, ckptjitter)`},
+		"bad est":           {"gen:llm?est=always", Options{Cluster: c}, `gen:llm?est=always: est="always": want model, none, hours or exact`},
+		"bad share":         {"gen:llm?declared=2", Options{Cluster: c}, `gen:llm?declared=2: declared=2: want a share in [0, 1]`},
 		"bad number":        {"gen:llm?jobs=many", Options{Cluster: c}, `gen:llm?jobs=many: jobs="many" is not a number`},
 		"zero load":         {"gen:llm?load=0", Options{Cluster: c}, `gen:llm?load=0: load=0: want a share of GPU capacity above 0 (0.9 = 90%)`},
 		"no GPUs":           {"gen:llm", Options{Cluster: cpuOnly}, "gen:llm: cluster cpu has no GPUs"},

@@ -24,6 +24,12 @@ type Job struct {
 	*workload.Job
 	Runtime time.Duration // true run time in the simulation; 0 = runs until the end
 	Line    int           // line of the job in its file; 0 for generated jobs
+	// CheckpointEvery and CheckpointJitter are how the job really
+	// checkpoints, which its declared CheckpointInterval only approximates:
+	// its own mean interval, and how much each interval varies (0..1).
+	// Zero: exactly every declared interval (files; the generator's oracle).
+	CheckpointEvery  time.Duration
+	CheckpointJitter float64
 }
 
 // Trace is a list of jobs in file (or generation) order; the simulator orders
