@@ -33,17 +33,17 @@ const (
 )
 
 type simOptions struct {
-	cluster, topology, trace, protocol        string
-	policies, seeds                           string
-	queues                                    string
-	out, jsonFile, saveTrace                  string
-	failures, spares, remediation             string
-	noProgress                                bool
-	maxRejections                             int
-	reservations, reservationsPerQueue        int
-	checkpointWait                            time.Duration
-	onMaxRuntime                              string
-	starveAfter                               time.Duration
+	cluster, topology, trace, protocol string
+	policies, seeds                    string
+	queues                             string
+	out, jsonFile, saveTrace           string
+	failures, spares, remediation      string
+	noProgress                         bool
+	maxRejections                      int
+	reservations, reservationsPerQueue int
+	checkpointWait                     time.Duration
+	onMaxRuntime                       string
+	starveAfter                        time.Duration
 }
 
 func newSimCmd() *cobra.Command {

@@ -64,10 +64,10 @@ func ReadSacct(r io.Reader, name string) (*Trace, error) {
 		}
 	}
 	type row struct {
-		job            *workload.Job
-		submit         time.Time
+		job     *workload.Job
+		submit  time.Time
 		runtime time.Duration
-		line           int
+		line    int
 	}
 	var rows []row
 	seen := map[string]int{}
