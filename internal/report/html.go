@@ -73,7 +73,8 @@ type page struct {
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"lines":     func(s string) []string { return strings.Split(s, "\n") },
-	"highlight": func(policy string) bool { return policy == corralPolicy },
+	"cell":      func(c string) string { t, _ := splitBest(c); return t },
+	"best":      func(c string) bool { _, b := splitBest(c); return b },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -98,8 +99,8 @@ th, td { padding: .3em .7em; border-bottom: 1px solid #e3e3e3; }
 th { font-weight: 600; vertical-align: bottom; background: #fafafa; }
 td.num, th.num { text-align: right; white-space: nowrap; }
 th.name, td.name { text-align: left; }
-tr.hl td { font-weight: 700; background: #fdeeee; }
-tr.hl td.name { border-left: 4px solid #d62728; }
+td.best { font-weight: 700; background: #eef6ee; }
+td.best .mark { color: #2e7d32; }
 .notes { color: #555; font-size: .9em; margin: 0; padding-left: 1.2em; }
 figure { margin: 1.5em 0; }
 .chart { width: 100%; height: 460px; }
@@ -136,8 +137,8 @@ footer { color: #777; font-size: .85em; margin-top: 3em; }
 </tr></thead>
 <tbody>
 {{- range $row := .Rows}}
-<tr{{if highlight (index $row 0)}} class="hl"{{end}}>
-{{- range $i, $v := $row}}<td class="{{if $i}}num{{else}}name{{end}}">{{$v}}</td>{{end -}}
+<tr>
+{{- range $i, $v := $row}}<td class="{{if $i}}num{{else}}name{{end}}{{if best $v}} best{{end}}">{{cell $v}}{{if best $v}}<span class="mark" title="best in this column"> ★</span>{{end}}</td>{{end -}}
 </tr>
 {{- end}}
 </tbody>

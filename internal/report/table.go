@@ -50,6 +50,7 @@ func buildGrid(c *comparison) grid {
 		if multi {
 			g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
 		}
+		g.Notes = append(g.Notes, legendNotes...)
 		return g
 	}
 	g.Sections = append(g.Sections, fill(c, "Time and jobs", timeColumns()))
@@ -70,7 +71,14 @@ func buildGrid(c *comparison) grid {
 	if multi {
 		g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
 	}
+	g.Notes = append(g.Notes, legendNotes...)
 	return g
+}
+
+// legendNotes explain the marks every table uses.
+var legendNotes = []string{
+	"↑ higher is better, ↓ lower is better; * (★ in HTML) marks the best figure of a column.",
+	"n/a: does not apply (e.g. no queues); none: could have happened, did not (e.g. no job started).",
 }
 
 // preemptionColumns are the queue and eviction figures, or nil when no run
@@ -95,9 +103,18 @@ func preemptionColumns(c *comparison) []column {
 		num("GPU-h lost\npreemption", 1, func(s metrics.Summary) float64 { return s.GPUHoursLostPreemption }),
 		num("GPU-h lost\nconsolidation", 1, func(s metrics.Summary) float64 { return s.GPUHoursLostConsolidation }),
 		{"Jain", func(rs []metrics.Result) string {
+			if !anyRun(rs, func(s metrics.Summary) bool { return s.FairnessJain > 0 }) {
+				return notApplicable // no queues: no fair share to be fair to
+			}
 			return fixed(statOf(rs, func(s metrics.Summary) (float64, bool) { return s.FairnessJain, s.FairnessJain > 0 }), 3, false)
 		}},
 		{"late queue\nshort", func(rs []metrics.Result) string {
+			if !anyRun(rs, func(s metrics.Summary) bool { return s.LateQueue != "" }) {
+				return notApplicable
+			}
+			if !anyRun(rs, func(s metrics.Summary) bool { return s.LateQueueToShareS >= 0 }) {
+				return "never ended"
+			}
 			return duration(statOf(rs, func(s metrics.Summary) (float64, bool) {
 				return s.LateQueueToShareS, s.LateQueueToShareS >= 0 && s.LateQueue != ""
 			}))
@@ -131,9 +148,34 @@ func failureColumns() []column {
 		num("overhead\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureOverheadGPUHours }),
 		num("held idle\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureIdleGPUHours }),
 		num("hung\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureHungGPUHours }),
-		dur("recovery\nmean", func(s metrics.Summary) float64 { return s.RecoveryMeanS }),
-		dur("recovery\np95", func(s metrics.Summary) float64 { return s.RecoveryP95S }),
+		happened(dur("recovery\nmean", func(s metrics.Summary) float64 { return s.RecoveryMeanS }), recovered),
+		happened(dur("recovery\np95", func(s metrics.Summary) float64 { return s.RecoveryP95S }), recovered),
 	}
+}
+
+func recovered(s metrics.Summary) bool { return s.Recoveries > 0 }
+
+// happened shows "none" in a column whose figure measures an event no run
+// of the row had (no job started, no recovery), instead of a 0 that would
+// read as the best figure.
+func happened(c column, occurred func(metrics.Summary) bool) column {
+	cell := c.Cell
+	c.Cell = func(rs []metrics.Result) string {
+		if !anyRun(rs, occurred) {
+			return never
+		}
+		return cell(rs)
+	}
+	return c
+}
+
+func anyRun(rs []metrics.Result, f func(metrics.Summary) bool) bool {
+	for _, r := range rs {
+		if f(r.Summary) {
+			return true
+		}
+	}
+	return false
 }
 
 func fill(c *comparison, title string, cols []column) section {
@@ -148,6 +190,7 @@ func fill(c *comparison, title string, cols []column) section {
 		}
 		s.Rows = append(s.Rows, row)
 	}
+	markBest(&s)
 	return s
 }
 
@@ -178,14 +221,18 @@ func timeColumns() []column {
 			return count(statOf(rs, field(func(s metrics.Summary) float64 { return float64(f(s)) })))
 		}}
 	}
+	// A wait exists only for a job that started, a JCT for one that
+	// completed: with none, "0s" would read as the best possible figure.
+	started := func(s metrics.Summary) bool { return s.JobsStarted > 0 }
+	completed := func(s metrics.Summary) bool { return s.JobsCompleted > 0 }
 	return []column{
 		{"util\n%", func(rs []metrics.Result) string {
 			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.UtilizationPct })), 1, true)
 		}},
-		dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }),
-		dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }),
-		dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }),
-		dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }),
+		happened(dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }), started),
+		happened(dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }), started),
+		happened(dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }), started),
+		happened(dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }), completed),
 		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
 		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
 		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),

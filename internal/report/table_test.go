@@ -16,9 +16,9 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 		s.MultiNodeGangs = 3
 		s.MinDomainShare = map[string]float64{"spine": 1, "rack": 0.5}
 	}
-	fgdHeader := []string{"policy", "unalloc\n@100%", "unalloc\n@110%", "unalloc\n@120%", "unalloc\n@130%", "frag\n%", "decision\nµs/pod"}
-	timeHeader := []string{"policy", "util\n%", "wait\np50", "wait\np95", "wait\nmax", "JCT\nmean",
-		"jobs\ndone", "never\nfit", "still\npending", "partial\ngangs"}
+	fgdHeader := []string{"policy", "unalloc\n@100% ↓", "unalloc\n@110% ↓", "unalloc\n@120% ↓", "unalloc\n@130% ↓", "frag\n% ↓", "decision\nµs/pod ↓"}
+	timeHeader := []string{"policy", "util\n% ↑", "wait\np50 ↓", "wait\np95 ↓", "wait\nmax ↓", "JCT\nmean ↓",
+		"jobs\ndone ↑", "never\nfit", "still\npending ↓", "partial\ngangs ↓"}
 	cases := map[string]struct {
 		results []metrics.Result
 		want    [][]string // each section's header
@@ -38,8 +38,8 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 					s.MinDomainShare = map[string]float64{"block": 1}
 				}).Obj(),
 			},
-			want: [][]string{timeHeader, {"policy", "multi-node\ngangs", "block\nmin-dom %", "rack\nmin-dom %",
-				"spine\nmin-dom %", "PCIe\nmin %", "comm\nslowdown"}},
+			want: [][]string{timeHeader, {"policy", "multi-node\ngangs", "block\nmin-dom % ↑", "rack\nmin-dom % ↑",
+				"spine\nmin-dom % ↑", "PCIe\nmin % ↑", "comm\nslowdown ↓"}},
 		},
 	}
 	for name, tc := range cases {
@@ -79,8 +79,10 @@ func TestGridMeansOverSeeds(t *testing.T) {
 				result("spread").Seed(42).Unalloc(2, 4, 6, 8).Obj(),
 			},
 			want: [][]string{
-				{"spread", "2.00 ± 0.00", "4.00 ± 0.00", "6.00 ± 0.00", "8.00 ± 0.00", "0.00", "0.0"},
-				{"corral", "1.00 ± 0.00", "2.00 ± 0.00", "3.00 ± 0.00", "5.00 ± 1.41", "0.00", "0.0"},
+				// The best of each column is marked, the others padded to keep
+				// digits in line; columns where all tie are not marked.
+				{"spread", "2.00 ± 0.00  ", "4.00 ± 0.00  ", "6.00 ± 0.00  ", "8.00 ± 0.00  ", "0.00", "0.0"},
+				{"corral", "1.00 ± 0.00 *", "2.00 ± 0.00 *", "3.00 ± 0.00 *", "5.00 ± 1.41 *", "0.00", "0.0"},
 			},
 		},
 		"fgd: a checkpoint no run reached": {
