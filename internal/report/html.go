@@ -72,9 +72,9 @@ type page struct {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"lines":     func(s string) []string { return strings.Split(s, "\n") },
-	"cell":      func(c string) string { t, _ := splitBest(c); return t },
-	"best":      func(c string) bool { _, b := splitBest(c); return b },
+	"lines": func(s string) []string { return strings.Split(s, "\n") },
+	"cell":  func(c string) string { t, _ := splitBest(c); return t },
+	"best":  func(c string) bool { _, b := splitBest(c); return b },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
