@@ -27,7 +27,7 @@ const (
 const (
 	notApplicable = "n/a"
 	never         = "none"
-	bestMark      = " *"
+	bestMark      = "*"
 )
 
 // columnDirection reads a column's direction from its header, so that

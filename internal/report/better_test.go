@@ -14,11 +14,11 @@ func TestMarkBest(t *testing.T) {
 		in   []string
 		want []string
 	}{
-		"lower wins, durations":  {"wait\np95", []string{"1h02m", "45s", "3d04h"}, []string{"1h02m  ", "45s *", "3d04h  "}},
-		"higher wins, ± ignored": {"util\n%", []string{"85.0 ± 7.1", "90.0 ± 1.0"}, []string{"85.0 ± 7.1  ", "90.0 ± 1.0 *"}},
-		"ties share the mark":    {"evictions", []string{"0.0", "0.0", "2.0"}, []string{"0.0 *", "0.0 *", "2.0  "}},
+		"lower wins, durations":  {"wait\np95", []string{"1h02m", "45s", "3d04h"}, []string{"1h02m ", "45s*", "3d04h "}},
+		"higher wins, ± ignored": {"util\n%", []string{"85.0 ± 7.1", "90.0 ± 1.0"}, []string{"85.0 ± 7.1 ", "90.0 ± 1.0*"}},
+		"ties share the mark":    {"evictions", []string{"0.0", "0.0", "2.0"}, []string{"0.0*", "0.0*", "2.0 "}},
 		"all tie: no mark":       {"evictions", []string{"1.0", "1.0"}, []string{"1.0", "1.0"}},
-		"markers never win":      {"JCT\nmean", []string{none, never, "2h04m", "1h00m"}, []string{none + "  ", never + "  ", "2h04m  ", "1h00m *"}},
+		"markers never win":      {"JCT\nmean", []string{none, never, "2h04m", "1h00m"}, []string{none + " ", never + " ", "2h04m ", "1h00m*"}},
 		"one figure: no mark":    {"Jain", []string{notApplicable, "0.900"}, []string{notApplicable, "0.900"}},
 		"no direction: no mark":  {"never\nfit", []string{"3", "0"}, []string{"3", "0"}},
 	}

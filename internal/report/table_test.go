@@ -81,8 +81,8 @@ func TestGridMeansOverSeeds(t *testing.T) {
 			want: [][]string{
 				// The best of each column is marked, the others padded to keep
 				// digits in line; columns where all tie are not marked.
-				{"spread", "2.00 ± 0.00  ", "4.00 ± 0.00  ", "6.00 ± 0.00  ", "8.00 ± 0.00  ", "0.00", "0.0"},
-				{"corral", "1.00 ± 0.00 *", "2.00 ± 0.00 *", "3.00 ± 0.00 *", "5.00 ± 1.41 *", "0.00", "0.0"},
+				{"spread", "2.00 ± 0.00 ", "4.00 ± 0.00 ", "6.00 ± 0.00 ", "8.00 ± 0.00 ", "0.00", "0.0"},
+				{"corral", "1.00 ± 0.00*", "2.00 ± 0.00*", "3.00 ± 0.00*", "5.00 ± 1.41*", "0.00", "0.0"},
 			},
 		},
 		"fgd: a checkpoint no run reached": {
@@ -194,7 +194,8 @@ func TestTableRightAligned(t *testing.T) {
 	}
 	end := map[string]int{}
 	for _, l := range strings.Split(b.String(), "\n") {
-		for p, v := range map[string]string{"corral": " 7 ", "spread": " 12345 "} {
+		// The digits line up; the best mark hangs after them.
+		for p, v := range map[string]string{"corral": " 7", "spread": " 12345"} {
 			if strings.Contains(l, p+" ") {
 				end[p] = text.StringWidthWithoutEscSequences(l[:strings.Index(l, v)+len(v)])
 			}
