@@ -28,6 +28,11 @@ const (
 	notApplicable = "n/a"
 	never         = "none"
 	bestMark      = "*"
+	// partialMark follows a wait or JCT that leaves out jobs that never
+	// started (or finished): a short wait of the few jobs a policy started
+	// is not better than the longer waits of one that started them all, so
+	// such a cell never gets the best mark.
+	partialMark = "†"
 )
 
 // columnDirection reads a column's direction from its header, so that
@@ -99,7 +104,7 @@ func markBest(s *section) {
 		for i := range s.Rows {
 			if vals[i] == best {
 				s.Rows[i][col] += bestMark
-			} else {
+			} else if !strings.HasSuffix(s.Rows[i][col], partialMark) {
 				// Right-aligned digits stay in line with a marked cell's.
 				s.Rows[i][col] += strings.Repeat(" ", len(bestMark))
 			}
@@ -117,6 +122,11 @@ func cellValue(cell string) (float64, bool) {
 	switch cell {
 	case "", none, notApplicable, never:
 		return 0, false
+	}
+	if strings.HasSuffix(cell, partialMark) {
+		return 0, false
+	}
+	switch cell {
 	case "<0.1s":
 		return 0.05, true
 	}
@@ -142,6 +152,9 @@ func cellValue(cell string) (float64, bool) {
 func splitBest(cell string) (text string, best bool) {
 	if t, ok := strings.CutSuffix(cell, bestMark); ok {
 		return t, true
+	}
+	if t, ok := strings.CutSuffix(cell, partialMark); ok {
+		return t + partialMark, false
 	}
 	return strings.TrimRight(cell, " "), false
 }

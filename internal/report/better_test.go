@@ -59,3 +59,23 @@ func TestNoneAndNotApplicable(t *testing.T) {
 		t.Errorf("Jain without queues: %q, want %q (header %q)", got, notApplicable, last.Header[4])
 	}
 }
+
+// TestPartialWaitsNeverBest is the case in the table: a policy that
+// started few jobs quickly shows short waits, marked †, and does not take
+// the best mark from one that started every job.
+func TestPartialWaitsNeverBest(t *testing.T) {
+	c, err := compare([]metrics.Result{
+		result("corral").Replay(3600, 7200, 9000, 300).Obj(),
+		result("spread").Replay(60, 120, 600, 105).Sum(func(s *metrics.Summary) { s.JobsSubmitted, s.JobsStillPending = 300, 195 }).Obj(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := buildGrid(c).Sections[0].Rows
+	if diff := cmp.Diff([]string{"1h00m", "2h00m", "2h30m"}, rows[0][2:5]); diff != "" {
+		t.Errorf("corral waits (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"1m00s†", "2m00s†", "10m00s†"}, rows[1][2:5]); diff != "" {
+		t.Errorf("spread waits (-want +got):\n%s", diff)
+	}
+}

@@ -79,6 +79,7 @@ func buildGrid(c *comparison) grid {
 var legendNotes = []string{
 	"↑ higher is better, ↓ lower is better; * (★ in HTML) marks the best figure of a column.",
 	"n/a: does not apply (e.g. no queues); none: could have happened, did not (e.g. no job started).",
+	"†: over the jobs that started (JCT: completed) only; others never did, so it is not comparable.",
 }
 
 // preemptionColumns are the queue and eviction figures, or nil when no run
@@ -155,6 +156,25 @@ func failureColumns() []column {
 
 func recovered(s metrics.Summary) bool { return s.Recoveries > 0 }
 
+// unstarted: jobs that could run were left waiting at the end (rejected
+// jobs fit nowhere, for any policy); unfinished: jobs did not complete.
+func unstarted(s metrics.Summary) bool  { return s.JobsStillPending > 0 }
+func unfinished(s metrics.Summary) bool { return s.JobsCompleted+s.JobsNeverFit+s.JobsTerminated < s.JobsSubmitted }
+
+// partial adds partialMark to a figure over only the jobs that started (or
+// completed) when some run of the row left others that never did.
+func partial(c column, left func(metrics.Summary) bool) column {
+	cell := c.Cell
+	c.Cell = func(rs []metrics.Result) string {
+		v := cell(rs)
+		if v != never && v != none && anyRun(rs, left) {
+			v += partialMark
+		}
+		return v
+	}
+	return c
+}
+
 // happened shows "none" in a column whose figure measures an event no run
 // of the row had (no job started, no recovery), instead of a 0 that would
 // read as the best figure.
@@ -229,10 +249,10 @@ func timeColumns() []column {
 		{"util\n%", func(rs []metrics.Result) string {
 			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.UtilizationPct })), 1, true)
 		}},
-		happened(dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }), started),
-		happened(dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }), started),
-		happened(dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }), started),
-		happened(dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }), completed),
+		partial(happened(dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }), started), unstarted),
+		partial(happened(dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }), started), unstarted),
+		partial(happened(dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }), started), unstarted),
+		partial(happened(dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }), completed), unfinished),
 		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
 		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
 		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),
