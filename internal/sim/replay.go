@@ -310,6 +310,7 @@ func (r *replay) advance(now time.Time) {
 func (r *replay) sample(now time.Time) {
 	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{
 		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
+	r.sampleReport(now)
 }
 
 func (r *replay) cycle(now time.Time) (evicted bool, err error) {
