@@ -29,13 +29,14 @@ func buildCharts(c *comparison) []chartSpec {
 	styles := policyStyles(c)
 	var charts []chartSpec
 	for _, build := range []func(*comparison, map[string]seriesStyle) (chartSpec, bool){
-		allocChart, utilChart, waitChart,
+		allocChart, utilChart, waitChart, pendingChart,
 	} {
 		if ch, ok := build(c, styles); ok {
 			charts = append(charts, ch)
 		}
 	}
-	return charts
+	charts = append(charts, queueCharts(c, styles)...)
+	return append(charts, heatCharts(c, styles)...)
 }
 
 // allocChart plots GPU allocated against GPU requested, both as % of

@@ -72,3 +72,43 @@ func TestIdenticalLinesStayVisible(t *testing.T) {
 	}
 	t.Fatal("no utilization chart")
 }
+
+// TestTimeCharts reads the pending, queue and heat-map charts from the
+// generated page: one queue chart and one heat map per policy that
+// recorded them, a heat-map cell per rack and time slice, values kept.
+func TestTimeCharts(t *testing.T) {
+	r := result("corral").Protocol("replay").Util(pts(0, 10, 10, 50)...).Obj()
+	r.Series.Pending = pts(0, 4, 5, 9, 10, 0)
+	r.Series.QueueGPUs = map[string][]metrics.Point{"team-b": pts(0, 5, 10, 5), "team-a": pts(0, 20, 10, 40)}
+	r.Series.Domains = &metrics.DomainSeries{Level: "rack", Names: []string{"r0", "r1"},
+		Hours: []float64{0, 10}, Alloc: [][]float64{{100, 0}, {100, 0}}}
+	page := writeHTML(t, []metrics.Result{r, result("spread").Protocol("replay").Util(pts(0, 10, 10, 50)...).Obj()})
+	byID := map[string]chartSpec{}
+	for _, c := range chartData(t, page) {
+		byID[c.ID] = c
+	}
+	for _, id := range []string{"chart-util", "chart-pending", "chart-queues-corral", "chart-heat-corral"} {
+		if _, ok := byID[id]; !ok {
+			t.Errorf("no %s among %v", id, byID)
+		}
+	}
+	if _, ok := byID["chart-heat-spread"]; ok {
+		t.Error("a heat map for spread, which recorded no domains")
+	}
+	if q := byID["chart-queues-corral"].Option.Series; len(q) != 2 || q[0].Name != "team-a" {
+		t.Errorf("queue series %+v: want team-a then team-b", q)
+	}
+	heat := byID["chart-heat-corral"]
+	if heat.Kind != "heatmap" || len(heat.Option.YAxis.Data) != 2 || len(heat.Option.Series) != 1 {
+		t.Fatalf("heat map %+v", heat.Option)
+	}
+	cols := len(heat.Option.XAxis.Data)
+	if cells := heat.Option.Series[0].Data; len(cells) != 2*cols || cols == 0 {
+		t.Fatalf("%d cells for 2 racks × %d slices", len(cells), cols)
+	}
+	for _, cell := range heat.Option.Series[0].Data {
+		if want := []float64{100, 0}[int(cell[1])]; cell[2] != want {
+			t.Errorf("cell %v: want %.0f%% (rack r%d)", cell, want, int(cell[1]))
+		}
+	}
+}

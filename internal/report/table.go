@@ -158,8 +158,10 @@ func recovered(s metrics.Summary) bool { return s.Recoveries > 0 }
 
 // unstarted: jobs that could run were left waiting at the end (rejected
 // jobs fit nowhere, for any policy); unfinished: jobs did not complete.
-func unstarted(s metrics.Summary) bool  { return s.JobsStillPending > 0 }
-func unfinished(s metrics.Summary) bool { return s.JobsCompleted+s.JobsNeverFit+s.JobsTerminated < s.JobsSubmitted }
+func unstarted(s metrics.Summary) bool { return s.JobsStillPending > 0 }
+func unfinished(s metrics.Summary) bool {
+	return s.JobsCompleted+s.JobsNeverFit+s.JobsTerminated < s.JobsSubmitted
+}
 
 // partial adds partialMark to a figure over only the jobs that started (or
 // completed) when some run of the row left others that never did.
