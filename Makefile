@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := $(shell $(GO) list ./... 2>/dev/null | grep -v /test/integration)
 FUZZTIME ?= 10s
 
-.PHONY: all build sim test lint unit integration fuzz bench help
+.PHONY: all build sim test lint unit integration fuzz bench help chromium
 
 all: build
 
@@ -19,8 +19,19 @@ lint: ## gofmt and go vet
 	@out=$$(gofmt -l cmd internal api test data 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-unit: ## Unit tests of every package but the integration suite
+unit: chromium ## Unit tests of every package but the integration suite
 	$(GO) test -count=1 $(PKGS)
+
+# The report's in-browser checks (internal/report/browser_test.go) need
+# Chromium. Installed once with apt-get when it is missing and we may; when
+# it cannot be, the test skips and says so.
+chromium: ## Install Debian's chromium for the report's browser checks, if missing
+	@if [ -n "$$CORRAL_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the report's browser checks"; \
+		apt-get install -y chromium >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1; } || \
+		echo "chromium could not be installed: TestReportInBrowser will skip"; \
+	else echo "no chromium, and apt-get needs root: TestReportInBrowser will skip (apt-get install -y chromium)"; fi
 
 integration: tools ## Integration tests against kube-apiserver + etcd + controller-manager + kwok
 	$(GO) test -count=1 -timeout 30m ./test/integration/...

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,10 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/report"
@@ -33,17 +32,18 @@ const (
 )
 
 type simOptions struct {
-	cluster, trace, protocol, policies, seeds string
-	queues                                    string
-	out, jsonFile                             string
-	failures, spares, remediation             string
-	noProgress                                bool
-	maxRejections                             int
-	reservations, reservationsPerQueue        int
-	checkpointWait                            time.Duration
-	onMaxRuntime                              string
-	starveAfter                               time.Duration
-	rendezvous, migReconfigure                time.Duration
+	cluster, topology, trace, protocol string
+	policies, seeds                    string
+	queues                             string
+	out, jsonFile, saveTrace           string
+	failures, spares, remediation      string
+	noProgress                         bool
+	maxRejections                      int
+	reservations, reservationsPerQueue int
+	checkpointWait                     time.Duration
+	onMaxRuntime                       string
+	starveAfter                        time.Duration
+	rendezvous, migReconfigure         time.Duration
 }
 
 func newSimCmd() *cobra.Command {
@@ -74,7 +74,9 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 		Example: `  corral sim
   corral sim --cluster openb --trace openb:default --protocol fgd --seeds 42-51
   corral sim --cluster lingjun --trace gen:llm?jobs=3000 --json out.json
-  corral sim --trace 'gen:llm?jobs=800&late=0.5' --queues teams --policies corral,corral-newest`,
+  corral sim --trace 'gen:llm?jobs=800&late=0.5' --queues teams --policies corral,corral-newest
+  corral sim --trace gen:llm --save-trace llm.csv && corral sim --trace llm.csv
+  corral sim --cluster examples/sample-cluster.yaml --topology examples/topology.yaml --trace examples/sim/jobs.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, strings.Join(os.Args, " "))
@@ -82,6 +84,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.cluster, "cluster", defaultCluster, "cluster preset or YAML file")
+	f.StringVar(&o.topology, "topology", "", "a Topology manifest (examples/topology.yaml) for a --cluster of Kubernetes Node manifests")
 	f.StringVar(&o.trace, "trace", defaultTrace, "trace name, generator or file")
 	f.StringVar(&o.protocol, "protocol", "", "fgd or replay (default: fgd for openb traces, else replay)")
 	f.StringVar(&o.policies, "policies", "corral,kube,kube-gang,kueue-tas", "comma-separated policies")
@@ -89,6 +92,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.seeds, "seeds", "42", "seeds: 42, 42,43 or 42-51")
 	f.StringVar(&o.out, "out", "corral-report", "folder for report.html and summary.json")
 	f.StringVar(&o.jsonFile, "json", "", "also write the JSON summary to this file")
+	f.StringVar(&o.saveTrace, "save-trace", "", "write the trace as run to this corral CSV job trace (.csv), which --trace replays; with several seeds, one file per seed (name-seed42.csv)")
 	f.StringVar(&o.failures, "failures", "", `inject failures (replay): "llama3" (published rates), "llama3,scale=200,overhead=5m", or device=R,node=R,device-repair=D,node-repair=D (see docs/simulator.md)`)
 	f.StringVar(&o.spares, "spares", "", `spare GPUs corral holds for replacing failed ranks, per domain: "rack=8"`)
 	f.StringVar(&o.remediation, "remediation", "", "override every job's remediation policy: RestartGang, ReplaceRanks or WaitForRepair")
@@ -104,141 +108,259 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	return cmd
 }
 
-// parseSeeds reads "42", "42,43" or "42-51".
+// parseSeeds reads "42", "42,43" or "42-51"; a seed given twice would run
+// the same simulation twice and count it twice in every mean.
 func parseSeeds(s string) ([]int64, error) {
 	var out []int64
+	seen := map[int64]bool{}
+	add := func(v int64) error {
+		if seen[v] {
+			return fmt.Errorf("--seeds %q: seed %d appears twice", s, v)
+		}
+		seen[v] = true
+		out = append(out, v)
+		return nil
+	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("--seeds %q: empty seed (want 42, 42,43 or 42-51)", s)
+		}
 		if lo, hi, ok := strings.Cut(part, "-"); ok && lo != "" {
 			a, err1 := strconv.ParseInt(lo, 10, 64)
 			b, err2 := strconv.ParseInt(hi, 10, 64)
 			if err1 != nil || err2 != nil || b < a || b-a > 10000 {
-				return nil, fmt.Errorf("bad seed range %q", part)
+				return nil, fmt.Errorf("--seeds: bad seed range %q (want LOW-HIGH, at most 10,001 seeds)", part)
 			}
 			for v := a; v <= b; v++ {
-				out = append(out, v)
+				if err := add(v); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
 		v, err := strconv.ParseInt(part, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad seed %q", part)
+			return nil, fmt.Errorf("--seeds: bad seed %q (want 42, 42,43 or 42-51)", part)
 		}
-		out = append(out, v)
+		if err := add(v); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
+// parsePolicies reads a comma-separated list; a policy named twice would
+// give two rows of one name that the report cannot tell apart.
 func parsePolicies(s string) ([]engine.Policy, error) {
 	var out []engine.Policy
+	seen := map[engine.Policy]bool{}
 	for _, p := range strings.Split(s, ",") {
-		pol, err := sim.ParsePolicy(strings.TrimSpace(p))
-		if err != nil {
-			return nil, err
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, fmt.Errorf("--policies %q: empty policy name", s)
 		}
+		pol, err := sim.ParsePolicy(p)
+		if err != nil {
+			return nil, fmt.Errorf("--policies: %w", err)
+		}
+		if seen[pol] {
+			return nil, fmt.Errorf("--policies %q: %s appears twice", s, pol)
+		}
+		seen[pol] = true
 		out = append(out, pol)
 	}
 	return out, nil
 }
 
-func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
-	seeds, err := parseSeeds(o.seeds)
-	if err != nil {
-		return err
+// simPlan is everything a batch needs, read and checked before the first
+// simulation runs: a bad flag or an unwritable output fails in a second,
+// not after an hour of simulations.
+type simPlan struct {
+	seeds    []int64
+	policies []engine.Policy
+	protocol sim.Protocol
+	spec     *trace.ClusterSpec
+	queues   []cycle.QueueSpec
+	failures *sim.FailureModel
+	traces   []*trace.Trace // one per seed
+}
+
+func planSim(o simOptions) (*simPlan, error) {
+	p := &simPlan{}
+	var err error
+	if p.seeds, err = parseSeeds(o.seeds); err != nil {
+		return nil, err
 	}
-	policies, err := parsePolicies(o.policies)
-	if err != nil {
-		return err
+	if p.policies, err = parsePolicies(o.policies); err != nil {
+		return nil, err
 	}
 	switch engine.MaxRuntimeAction(o.onMaxRuntime) {
 	case "", engine.Terminate, engine.Requeue:
 	default:
-		return fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", o.onMaxRuntime)
+		return nil, fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", o.onMaxRuntime)
 	}
-	spec, err := trace.LoadCluster(o.cluster)
-	if err != nil {
-		return err
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{{"--show-rejections", o.maxRejections}, {"--reservations", o.reservations}, {"--reservations-per-queue", o.reservationsPerQueue}} {
+		if n.v < 0 {
+			return nil, fmt.Errorf("%s %d: must not be negative", n.flag, n.v)
+		}
 	}
-	protocol := sim.Replay
+	p.protocol = sim.Replay
 	if strings.HasPrefix(o.trace, "openb:") {
-		protocol = sim.FGD
+		p.protocol = sim.FGD
 	}
 	if o.protocol != "" {
-		if protocol, err = sim.ParseProtocol(o.protocol); err != nil {
-			return err
+		if p.protocol, err = sim.ParseProtocol(o.protocol); err != nil {
+			return nil, fmt.Errorf("--protocol: %w", err)
 		}
 	}
-	var queues []cycle.QueueSpec
+	if p.failures, err = sim.ParseFailures(o.failures); err != nil {
+		return nil, fmt.Errorf("--failures: %w", err)
+	}
+	if p.failures != nil {
+		if p.protocol != sim.Replay {
+			return nil, fmt.Errorf("--failures needs the replay protocol (failures happen over time; this run is %s): add --protocol replay", p.protocol)
+		}
+		if p.failures.Spares, err = cycle.ParseSpares(o.spares); err != nil {
+			return nil, fmt.Errorf("--spares: %w", err)
+		}
+		if p.failures.Remediation, err = workload.ParseRemediation(o.remediation); err != nil {
+			return nil, fmt.Errorf("--remediation: %w", err)
+		}
+	} else if o.spares != "" || o.remediation != "" {
+		return nil, fmt.Errorf("--spares and --remediation apply only with --failures")
+	}
+	if err := checkWritable(o); err != nil {
+		return nil, err
+	}
+	if p.spec, err = loadCluster(o.cluster, o.topology); err != nil {
+		return nil, err
+	}
 	if o.queues != "" {
-		if protocol != sim.Replay {
-			return fmt.Errorf("--queues needs the replay protocol (queues divide capacity over time)")
+		if p.protocol != sim.Replay {
+			return nil, fmt.Errorf("--queues needs the replay protocol (queues divide capacity over time)")
 		}
-		if queues, err = trace.LoadQueues(o.queues, spec); err != nil {
+		if p.queues, err = trace.LoadQueues(o.queues, p.spec); err != nil {
+			return nil, err
+		}
+	}
+	// Every seed's trace now: a generator that fails on one seed, or a
+	// trace file that does not parse, fails before anything runs.
+	for _, seed := range p.seeds {
+		tr, err := trace.LoadTrace(o.trace, trace.Options{Seed: seed, Cluster: p.spec})
+		if err != nil {
+			return nil, err
+		}
+		p.traces = append(p.traces, tr)
+	}
+	return p, nil
+}
+
+// checkWritable makes sure that every output can be written, by writing
+// (and removing) a file where each will go.
+func checkWritable(o simOptions) error {
+	try := func(flag, dir string) error {
+		f, err := os.CreateTemp(dir, ".corral-write-check-*")
+		if err != nil {
+			return fmt.Errorf("%s: cannot write in %s: %w", flag, dir, errors.Unwrap(err))
+		}
+		f.Close()
+		return os.Remove(f.Name())
+	}
+	if o.out != "" {
+		if fi, err := os.Stat(o.out); err == nil && !fi.IsDir() {
+			return fmt.Errorf("--out %s: is a file, want a folder", o.out)
+		}
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		if err := try("--out", o.out); err != nil {
 			return err
 		}
 	}
-	failures, err := sim.ParseFailures(o.failures)
+	for _, f := range []struct{ flag, path string }{{"--json", o.jsonFile}, {"--save-trace", o.saveTrace}} {
+		if f.path == "" {
+			continue
+		}
+		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
+			return fmt.Errorf("%s %s: is a folder, want a file", f.flag, f.path)
+		}
+		dir := filepath.Dir(f.path)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s %s: folder %s does not exist", f.flag, f.path, dir)
+		}
+		if err := try(f.flag, dir); err != nil {
+			return err
+		}
+	}
+	if o.saveTrace != "" && strings.ToLower(filepath.Ext(o.saveTrace)) != ".csv" {
+		return fmt.Errorf("--save-trace %s: want a .csv file (the corral CSV job trace)", o.saveTrace)
+	}
+	return nil
+}
+
+// saveTracePath is where seed's trace goes: the file itself for one seed,
+// name-seedN.csv beside it for several.
+func saveTracePath(path string, seed int64, seeds int) string {
+	if seeds == 1 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-seed%d%s", strings.TrimSuffix(path, ext), seed, ext)
+}
+
+func saveTrace(path string, tr *trace.Trace) error {
+	var buf bytes.Buffer
+	if err := trace.WriteJobTraceCSV(&buf, tr.Jobs); err != nil {
+		return fmt.Errorf("--save-trace: %w", err)
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
+	p, err := planSim(o)
 	if err != nil {
 		return err
 	}
-	if failures != nil {
-		if failures.Spares, err = cycle.ParseSpares(o.spares); err != nil {
-			return err
+	if o.saveTrace != "" {
+		for i, tr := range p.traces {
+			path := saveTracePath(o.saveTrace, p.seeds[i], len(p.seeds))
+			if err := saveTrace(path, tr); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "trace: %s (%d jobs; replay it with --trace %s)\n", path, len(tr.Jobs), path)
 		}
-		if failures.Remediation, err = workload.ParseRemediation(o.remediation); err != nil {
-			return err
-		}
-	} else if o.spares != "" || o.remediation != "" {
-		return fmt.Errorf("--spares and --remediation apply only with --failures")
 	}
-	progress := !o.noProgress && isTerminal(stderr)
+	bar := newBatchProgress(stderr, len(p.seeds)*len(p.policies), !o.noProgress && isTerminal(stderr))
 	var results []metrics.Result
 	var rejected []sim.Rejection
-	for _, seed := range seeds {
-		tr, err := trace.LoadTrace(o.trace, trace.Options{Seed: seed, Cluster: spec})
-		if err != nil {
-			return err
-		}
-		in := sim.Input{ClusterName: o.cluster, Topology: spec.Topology, Nodes: spec.Nodes, TraceName: o.trace, Queues: queues}
-		for _, j := range tr.Jobs {
+	for si, seed := range p.seeds {
+		in := sim.Input{ClusterName: o.cluster, Topology: p.spec.Topology, Nodes: p.spec.Nodes, TraceName: o.trace, Queues: p.queues}
+		for _, j := range p.traces[si].Jobs {
 			in.Jobs = append(in.Jobs, sim.Job{Job: j.Job, Runtime: j.Runtime, Checkpoints: sim.Checkpoints{
 				Every: j.CheckpointEvery, Jitter: j.CheckpointJitter, Seed: uint64(seed)}})
 		}
-		for _, pol := range policies {
-			cfg := sim.Config{Policy: pol, Protocol: protocol, Seed: seed, Backfill: engine.BackfillConfig{
+		for _, pol := range p.policies {
+			cfg := sim.Config{Policy: pol, Protocol: p.protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter},
-				CheckpointWait: o.checkpointWait, Failures: failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
-			var bar *progressbar.ProgressBar
-			if progress {
-				bar = progressbar.NewOptions(100,
-					progressbar.OptionSetWriter(stderr),
-					progressbar.OptionSetDescription(fmt.Sprintf("%-8s seed %d", pol, seed)),
-					progressbar.OptionThrottle(100*time.Millisecond),
-					progressbar.OptionClearOnFinish(),
-					progressbar.OptionSetWidth(30),
-				)
-				cfg.Progress = func(done, total int) {
-					if total > 0 {
-						_ = bar.Set(done * 100 / total)
-					}
-				}
-			} else {
-				fmt.Fprintf(stderr, "running %s, seed %d ...\n", pol, seed)
-			}
+				CheckpointWait: o.checkpointWait, Failures: p.failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
+			cfg.Progress = bar.start(fmt.Sprintf("%s, seed %d", pol, seed))
 			res, rej, err := sim.Run(in, cfg)
-			if bar != nil {
-				_ = bar.Finish()
-			}
+			bar.runDone()
 			if err != nil {
 				return err
 			}
 			results = append(results, res)
-			if pol == policies[0] && seed == seeds[0] {
+			if pol == p.policies[0] && seed == p.seeds[0] {
 				rejected = rej
 			}
 		}
 	}
+	bar.finish()
 	if err := report.Table(stdout, results); err != nil {
 		return err
 	}

@@ -178,6 +178,25 @@ type Series struct {
 	Utilization []Point
 	// Waits is each started job's queueing delay in seconds.
 	Waits []float64
+	// Pending: x = hours since the first arrival, y = jobs waiting to
+	// start (replay), from x until the next point.
+	Pending []Point
+	// QueueGPUs: per leaf queue (replay with queues), x = hours, y = the
+	// GPU-milli its started jobs hold, % of capacity.
+	QueueGPUs map[string][]Point
+	// Domains is GPU allocation per topology domain over time (replay).
+	Domains *DomainSeries
+}
+
+// DomainSeries is GPU allocation per domain of one topology level (the
+// narrowest above the host, e.g. racks): Alloc[t][d] is the % of domain
+// Names[d]'s GPU-milli held or out of service from Hours[t] until the next
+// sample.
+type DomainSeries struct {
+	Level string
+	Names []string
+	Hours []float64
+	Alloc [][]float64
 }
 
 // SizeClass is the whole-run figures of the jobs of one size range. Waits

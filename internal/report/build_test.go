@@ -103,7 +103,7 @@ func synthetic(policy string, seed int64, protocol string, quality float64) metr
 			s.UtilizationPct = 55 + 20*quality
 			s.WaitP50S, s.WaitP95S, s.WaitMaxS = 150/quality, 3700/quality, 86400/quality
 			s.JCTMeanS = 7200 + 600/quality
-			s.JobsSubmitted, s.JobsCompleted, s.JobsNeverFit, s.JobsStillPending = 5000, 4890, 3, 107
+			s.JobsSubmitted, s.JobsStarted, s.JobsCompleted, s.JobsNeverFit, s.JobsStillPending = 5110, 5000, 4890, 3, 107
 			s.PartialGangs = int(10 * (1 - quality))
 			s.MultiNodeGangs = 120
 			s.MinDomainShare = map[string]float64{"block": 0.9 + 0.1*quality, "rack": 0.5 + 0.4*quality, "spine": 0.7 + 0.3*quality}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/corral-dev/corral/internal/metrics"
 )
@@ -28,13 +29,14 @@ func buildCharts(c *comparison) []chartSpec {
 	styles := policyStyles(c)
 	var charts []chartSpec
 	for _, build := range []func(*comparison, map[string]seriesStyle) (chartSpec, bool){
-		allocChart, utilChart, waitChart,
+		allocChart, utilChart, waitChart, pendingChart,
 	} {
 		if ch, ok := build(c, styles); ok {
 			charts = append(charts, ch)
 		}
 	}
-	return charts
+	charts = append(charts, queueCharts(c, styles)...)
+	return append(charts, heatCharts(c, styles)...)
 }
 
 // allocChart plots GPU allocated against GPU requested, both as % of
@@ -95,14 +97,30 @@ func allocChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) 
 	}, true
 }
 
-// utilChart plots GPU utilization over time for each policy's first seed:
+// gpuCurves are the GPU-over-time series the utilization chart draws,
+// each policy's in its colour and the curve's own dash. A series a run
+// does not record is left out, so a new one (GPUs doing useful work beside
+// GPUs allocated) is one line here.
+var gpuCurves = []struct {
+	label string // after the policy's name in the legend
+	dash  string
+	get   func(metrics.Series) []metrics.Point
+}{
+	{"held by running jobs", "", func(s metrics.Series) []metrics.Point { return s.Utilization }},
+}
+
+// utilChart plots the GPUs held over time for each policy's first seed:
 // averaging over seeds would blur the bursts it is there to show.
 func utilChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 	lo, hi, ok := span(c, func(r metrics.Result) []metrics.Point {
 		if r.Seed != c.firstSeed(r.Policy) {
 			return nil
 		}
-		return r.Series.Utilization
+		var all []metrics.Point
+		for _, g := range gpuCurves {
+			all = append(all, g.get(r.Series)...)
+		}
+		return all
 	})
 	if !ok {
 		return chartSpec{}, false
@@ -110,13 +128,26 @@ func utilChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 	step := gridStep(lo, hi)
 	var series []ecSeries
 	seeds := map[int64]bool{}
+	drawn := map[string]bool{}
 	for _, p := range c.Policies {
 		r := p.Runs[0]
-		if len(r.Series.Utilization) == 0 {
-			continue
+		for _, g := range gpuCurves {
+			pts := g.get(r.Series)
+			if len(pts) == 0 {
+				continue
+			}
+			seeds[r.Seed] = true
+			drawn[g.label] = true
+			st := styles[p.Name]
+			if g.dash != "" {
+				st.Dash = g.dash
+			}
+			name := p.Name
+			if len(gpuCurves) > 1 {
+				name += ", " + g.label
+			}
+			series = append(series, line(name, timeAverage(pts, step), st))
 		}
-		seeds[r.Seed] = true
-		series = append(series, line(p.Name, timeAverage(r.Series.Utilization, step), styles[p.Name]))
 	}
 	if len(series) == 0 {
 		return chartSpec{}, false
@@ -127,16 +158,28 @@ func utilChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 			sub = fmt.Sprintf("seed %d", s)
 		}
 	}
-	opt := baseOption("GPU utilization over time", sub,
+	var what []string
+	for _, g := range gpuCurves {
+		if drawn[g.label] {
+			what = append(what, "GPUs "+g.label)
+		}
+	}
+	opt := baseOption(strings.Join(what, " vs ")+" over time", sub,
 		ecAxis{Type: "value", Name: "hours since the first arrival", Min: 0, Max: roundUp(hi)},
-		ecAxis{Type: "value", Name: "GPU allocated, %", Min: 0, Max: 100})
+		ecAxis{Type: "value", Name: "GPUs, % of capacity", Min: 0, Max: 100})
 	opt.Series = series
 	return chartSpec{ID: "chart-util", XFormat: "hours", YFormat: "pct", Option: opt,
-		Caption: "GPU-milli allocated as % of capacity; each point is the time-average over its slice of the run."}, true
+		Caption: "GPU-milli held by jobs that have started, as % of capacity (a gang still gathering its pods, or " +
+			"hung on a failure, is not counted); each point is the time-average over its slice of the run. " +
+			"Held is not the same as doing useful work: see goodput in the table."}, true
 }
 
 // waitChart plots the distribution of queueing delays as a CDF on a log
-// axis with ticks at 1 s, 1 min, 1 h: waits span seconds to days.
+// axis with ticks at 1 s, 1 min, 1 h: waits span seconds to days. Jobs
+// that never started count too, at infinity: each curve is a share of the
+// jobs submitted, so a policy that started 105 of 300 jobs tops out at 35%
+// instead of drawing above one that started them all, and its legend
+// entry says how many never started.
 func waitChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 	top := 0.0
 	for _, p := range c.Policies {
@@ -150,16 +193,24 @@ func waitChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 	}
 	xs := logGrid(top, cdfPoints)
 	var series []ecSeries
+	anyMissing := false
 	for _, p := range c.Policies {
 		var waits []float64
+		missing := 0
 		for _, r := range p.Runs {
 			waits = append(waits, r.Series.Waits...)
+			missing += neverStarted(r)
 		}
-		pts := cdf(waits, xs)
+		pts := cdf(waits, missing, xs)
 		if len(pts) == 0 {
 			continue
 		}
-		series = append(series, line(p.Name, pts, styles[p.Name]))
+		name := p.Name
+		if missing > 0 {
+			anyMissing = true
+			name = fmt.Sprintf("%s (%s never started)", p.Name, plural(missing, "job"))
+		}
+		series = append(series, line(name, pts, styles[p.Name]))
 	}
 	if len(series) == 0 {
 		return chartSpec{}, false
@@ -175,8 +226,25 @@ func waitChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 	x := ecAxis{Type: "log", LogBase: 60, Name: "wait (log scale)", Min: 1, Max: xmax,
 		MinorTick: ecShow{true}, MinorSplit: ecShow{true}, AxisLabel: &ecAxisLabel{ShowMaxLabel: false}}
 	opt := baseOption("Queueing delay distribution", sub, x,
-		ecAxis{Type: "value", Name: "jobs started within, %", Min: 0, Max: 100})
+		ecAxis{Type: "value", Name: "jobs submitted that started within, %", Min: 0, Max: 100})
 	opt.Series = series
-	return chartSpec{ID: "chart-waits", XFormat: "duration", YFormat: "pct", Option: opt,
-		Caption: "Share of started jobs that waited at most x; further left and higher is better."}, true
+	caption := "Share of all submitted jobs that waited at most x; further left and higher is better."
+	if anyMissing {
+		caption += " A curve that ends below 100% has jobs that never started (they waited forever): " +
+			"the gap at the right edge is their share, and the legend gives their number."
+	}
+	return chartSpec{ID: "chart-waits", XFormat: "duration", YFormat: "pct", Option: opt, Caption: caption}, true
+}
+
+// neverStarted is how many of a run's jobs never started, rejected ones
+// included: to the user who submitted them they waited forever.
+func neverStarted(r metrics.Result) int {
+	return max(0, r.Summary.JobsSubmitted-r.Summary.JobsStarted)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -12,7 +12,8 @@ import (
 // cannot carry as functions.
 type chartSpec struct {
 	ID      string      `json:"id"`
-	XFormat string      `json:"xFormat"` // pct | hours | duration
+	Kind    string      `json:"kind,omitempty"` // "heatmap": item tooltips, category axes
+	XFormat string      `json:"xFormat"`        // pct | hours | duration | count | "" (category)
 	YFormat string      `json:"yFormat"`
 	Option  chartOption `json:"option"`
 	Caption string      `json:"-"` // rendered under the chart by the page
@@ -62,8 +63,10 @@ type ecAxis struct {
 	Min          any    `json:"min,omitempty"` // a number, or "dataMin"
 	Max          any    `json:"max,omitempty"` // a number, or "dataMax"
 	Scale        bool   `json:"scale"`         // unfixed ends need not include 0
-	MinorTick    ecShow `json:"minorTick"`
-	MinorSplit   ecShow `json:"minorSplitLine"`
+	// Data names the categories of a category axis (a heat map's).
+	Data       []string `json:"data,omitempty"`
+	MinorTick  ecShow   `json:"minorTick"`
+	MinorSplit ecShow   `json:"minorSplitLine"`
 	// AxisLabel is completed by the page script, which adds the formatter.
 	AxisLabel *ecAxisLabel `json:"axisLabel,omitempty"`
 }
@@ -88,14 +91,15 @@ type ecZoom struct {
 }
 
 type ecSeries struct {
-	Name       string       `json:"name"`
-	Type       string       `json:"type"`
-	Data       [][2]float64 `json:"data"`
-	ShowSymbol bool         `json:"showSymbol"`
-	Z          int          `json:"z"`
-	LineStyle  ecLineStyle  `json:"lineStyle"`
-	ItemStyle  ecItemStyle  `json:"itemStyle"`
-	Emphasis   ecEmphasis   `json:"emphasis"`
+	Name       string      `json:"name"`
+	Type       string      `json:"type"`
+	Data       [][]float64 `json:"data"` // [x, y], or [x, y, value] in a heat map
+	ShowSymbol bool        `json:"showSymbol"`
+	Symbol     string      `json:"symbol,omitempty"` // a heat map's cells: "rect"
+	Z          int         `json:"z"`
+	LineStyle  ecLineStyle `json:"lineStyle"`
+	ItemStyle  ecItemStyle `json:"itemStyle"`
+	Emphasis   ecEmphasis  `json:"emphasis"`
 }
 
 type ecLineStyle struct {
@@ -135,9 +139,9 @@ const sparse = 30
 // line makes a policy's curve, rounded to what a chart can show so the
 // page stays small.
 func line(name string, pts []metrics.Point, st seriesStyle) ecSeries {
-	data := make([][2]float64, len(pts))
+	data := make([][]float64, len(pts))
 	for i, p := range pts {
-		data[i] = [2]float64{round(p.X), round(p.Y)}
+		data[i] = []float64{round(p.X), round(p.Y)}
 	}
 	return ecSeries{
 		Name: name, Type: "line", Data: data, Z: st.Z,

@@ -72,8 +72,9 @@ type page struct {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"lines":     func(s string) []string { return strings.Split(s, "\n") },
-	"highlight": func(policy string) bool { return policy == corralPolicy },
+	"lines": func(s string) []string { return strings.Split(s, "\n") },
+	"cell":  func(c string) string { t, _ := splitBest(c); return t },
+	"best":  func(c string) bool { _, b := splitBest(c); return b },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -98,8 +99,8 @@ th, td { padding: .3em .7em; border-bottom: 1px solid #e3e3e3; }
 th { font-weight: 600; vertical-align: bottom; background: #fafafa; }
 td.num, th.num { text-align: right; white-space: nowrap; }
 th.name, td.name { text-align: left; }
-tr.hl td { font-weight: 700; background: #fdeeee; }
-tr.hl td.name { border-left: 4px solid #d62728; }
+td.best { font-weight: 700; background: #eef6ee; }
+td.best .mark { color: #2e7d32; }
 .notes { color: #555; font-size: .9em; margin: 0; padding-left: 1.2em; }
 figure { margin: 1.5em 0; }
 .chart { width: 100%; height: 460px; }
@@ -136,8 +137,8 @@ footer { color: #777; font-size: .85em; margin-top: 3em; }
 </tr></thead>
 <tbody>
 {{- range $row := .Rows}}
-<tr{{if highlight (index $row 0)}} class="hl"{{end}}>
-{{- range $i, $v := $row}}<td class="{{if $i}}num{{else}}name{{end}}">{{$v}}</td>{{end -}}
+<tr>
+{{- range $i, $v := $row}}<td class="{{if $i}}num{{else}}name{{end}}{{if best $v}} best{{end}}">{{cell $v}}{{if best $v}}<span class="mark" title="best in this column"> ★</span>{{end}}</td>{{end -}}
 </tr>
 {{- end}}
 </tbody>
@@ -190,12 +191,14 @@ Written by corral's report package.
     return Math.floor(h / 24) + "d" + pad(h % 24) + "h";
   }
   var axisFormat = {
+    count: function (v) { return String(v); },
     pct: function (v) { return v + "%"; },
     hours: function (v) { return v + " h"; },
     // Ticks fall on round units: "1m", not "1m00s".
     duration: function (v) { return duration(v).replace(/^(\d+[mhd])00[smh]$/, "$1"); }
   };
   var tipFormat = {
+    count: function (v) { return v.toFixed(1); },
     pct: function (v) { return v.toFixed(1) + "%"; },
     hours: function (v) { return v.toFixed(2) + " h"; },
     duration: duration
@@ -208,6 +211,34 @@ Written by corral's report package.
   var specs = {{.ChartsJSON}};
   specs.forEach(function (spec) {
     var o = spec.option;
+    if (spec.kind === "heatmap") {
+      // Category axes, one value per cell: ECharts' own item tooltip.
+      o.tooltip.formatter = function (it) {
+        return esc(o.yAxis.data[it.value[1]]) + ", " + esc(o.xAxis.data[it.value[0]]) + " h: <b>" + it.value[2].toFixed(1) + "%</b>";
+      };
+      var heat = echarts.init(document.getElementById(spec.id), null, { renderer: "canvas" });
+      // Cells fill the grid: one column per time slice, one row per domain.
+      var size = function () {
+        return [Math.max(1, (heat.getWidth() - o.grid.left - o.grid.right) / o.xAxis.data.length),
+                Math.max(1, (heat.getHeight() - o.grid.top - o.grid.bottom) / o.yAxis.data.length)];
+      };
+      // White at 0%, pale blue at 50%, dark blue at 100%: fuller is darker.
+      var stops = [[247, 251, 255], [107, 174, 214], [8, 48, 107]];
+      var colour = function (v) {
+        var t = Math.max(0, Math.min(100, v)) / 50, i = Math.min(1, Math.floor(t)), f = t - i;
+        var a = stops[i], b = stops[i + 1];
+        return "rgb(" + [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * f); }).join(",") + ")";
+      };
+      o.series[0].data = o.series[0].data.map(function (v) { return { value: v, itemStyle: { color: colour(v[2]) } }; });
+      o.series[0].symbolSize = size();
+      o.legend = { show: false }; // one series: the colours are the scale, said in the subtitle
+      heat.setOption(o);
+      window.addEventListener("resize", function () {
+        heat.resize();
+        heat.setOption({ series: [{ symbolSize: size() }] });
+      });
+      return;
+    }
     var fx = tipFormat[spec.xFormat], fy = tipFormat[spec.yFormat];
     o.xAxis.axisLabel = Object.assign(o.xAxis.axisLabel || {}, { formatter: axisFormat[spec.xFormat] });
     o.yAxis.axisLabel = Object.assign(o.yAxis.axisLabel || {}, { formatter: axisFormat[spec.yFormat] });

@@ -142,15 +142,16 @@ func TestWriteHTMLCharts(t *testing.T) {
 }
 
 func TestWriteHTMLHeaderAndTable(t *testing.T) {
-	page := writeHTML(t, []metrics.Result{result("corral").Unalloc(1, 2, 3, 4).Obj(), result("binpack").Obj()})
+	page := writeHTML(t, []metrics.Result{result("corral").Unalloc(1, 2, 3, 4).Obj(), result("binpack").Unalloc(2, 3, 4, 5).Obj()})
 	for _, s := range []string{
 		"<title>corral sim openb</title>",
 		"<code>corral sim --protocol fgd --seeds 42-44</code>",
 		"<dd>2 cores, linux/amd64</dd>",
 		"<dd>2026-03-01 12:00:00 UTC</dd>",
 		"cluster openb · trace default · protocol fgd · seed 42",
-		`<th class="num">unalloc<br>@130%</th>`,
-		`<tr class="hl"><td class="name">corral</td><td class="num">1.00</td>`,
+		`<th class="num">unalloc<br>@130% ↓</th>`,
+		// The best cell is marked, not corral's row.
+		`<tr><td class="name">corral</td><td class="num best">1.00<span class="mark" title="best in this column"> ★</span></td>`,
 		`<tr><td class="name">binpack</td>`,
 		"No run recorded a series to draw.",
 	} {

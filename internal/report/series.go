@@ -163,10 +163,13 @@ func logGrid(top float64, n int) []float64 {
 }
 
 // cdf is the empirical distribution of waits read at each x: the % of jobs
-// that waited at most x seconds. NaN and infinite waits are left out.
-func cdf(waits []float64, xs []float64) []metrics.Point {
+// that waited at most x seconds, out of the waits plus missing jobs that
+// never started (and so waited longer than any x). NaN and infinite waits
+// are left out. With no job at all there is nothing to draw.
+func cdf(waits []float64, missing int, xs []float64) []metrics.Point {
 	vs := slices.DeleteFunc(slices.Clone(waits), func(v float64) bool { return !finite(v) })
-	if len(vs) == 0 {
+	total := len(vs) + max(0, missing)
+	if total == 0 {
 		return nil
 	}
 	slices.Sort(vs)
@@ -179,7 +182,7 @@ func cdf(waits []float64, xs []float64) []metrics.Point {
 			}
 			return 1
 		})
-		out[i] = metrics.Point{X: x, Y: 100 * float64(n) / float64(len(vs))}
+		out[i] = metrics.Point{X: x, Y: 100 * float64(n) / float64(total)}
 	}
 	return out
 }

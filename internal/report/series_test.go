@@ -105,9 +105,10 @@ func TestTimeAverage(t *testing.T) {
 
 func TestCDF(t *testing.T) {
 	cases := map[string]struct {
-		waits []float64
-		xs    []float64
-		want  []metrics.Point
+		waits   []float64
+		missing int
+		xs      []float64
+		want    []metrics.Point
 	}{
 		"none": {xs: []float64{1, 10}},
 		"share of waits at most x": {
@@ -115,10 +116,18 @@ func TestCDF(t *testing.T) {
 			xs:    []float64{1, 5, 59, 60, 600},
 			want:  pts(1, 20, 5, 60, 59, 60, 60, 80, 600, 100),
 		},
+		// Five started, five never did: the curve tops out at 50%, below
+		// a policy that started every job.
+		"jobs that never started count at infinity": {
+			waits: []float64{0, 5, 60, 5, 600}, missing: 5,
+			xs:   []float64{1, 5, 600},
+			want: pts(1, 10, 5, 30, 600, 50),
+		},
+		"nothing started": {missing: 3, xs: []float64{1, 10}, want: pts(1, 0, 10, 0)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := cdf(tc.waits, tc.xs)
+			got := cdf(tc.waits, tc.missing, tc.xs)
 			if diff := cmp.Diff(tc.want, got, approx, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("cdf (-want +got):\n%s", diff)
 			}

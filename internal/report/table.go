@@ -50,6 +50,7 @@ func buildGrid(c *comparison) grid {
 		if multi {
 			g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
 		}
+		g.Notes = append(g.Notes, legendNotes...)
 		return g
 	}
 	g.Sections = append(g.Sections, fill(c, "Time and jobs (useful and alloc % over the arrival window)", timeColumns()))
@@ -80,7 +81,15 @@ func buildGrid(c *comparison) grid {
 	if multi {
 		g.Notes = append(g.Notes, "± is the sample standard deviation over seeds.")
 	}
+	g.Notes = append(g.Notes, legendNotes...)
 	return g
+}
+
+// legendNotes explain the marks every table uses.
+var legendNotes = []string{
+	"↑ higher is better, ↓ lower is better; * (★ in HTML) marks the best figure of a column.",
+	"n/a: does not apply (e.g. no queues); none: could have happened, did not (e.g. no job started).",
+	"†: over the jobs that started (JCT: completed) only; others never did, so it is not comparable.",
 }
 
 // preemptionColumns are the queue and eviction figures, or nil when no run
@@ -105,9 +114,18 @@ func preemptionColumns(c *comparison) []column {
 		num("GPU-h lost\npreemption", 1, func(s metrics.Summary) float64 { return s.GPUHoursLostPreemption }),
 		num("GPU-h lost\nconsolidation", 1, func(s metrics.Summary) float64 { return s.GPUHoursLostConsolidation }),
 		{"Jain", func(rs []metrics.Result) string {
+			if !anyRun(rs, func(s metrics.Summary) bool { return s.FairnessJain > 0 }) {
+				return notApplicable // no queues: no fair share to be fair to
+			}
 			return fixed(statOf(rs, func(s metrics.Summary) (float64, bool) { return s.FairnessJain, s.FairnessJain > 0 }), 3, false)
 		}},
 		{"late queue\nshort", func(rs []metrics.Result) string {
+			if !anyRun(rs, func(s metrics.Summary) bool { return s.LateQueue != "" }) {
+				return notApplicable
+			}
+			if !anyRun(rs, func(s metrics.Summary) bool { return s.LateQueueToShareS >= 0 }) {
+				return "never ended"
+			}
 			return duration(statOf(rs, func(s metrics.Summary) (float64, bool) {
 				return s.LateQueueToShareS, s.LateQueueToShareS >= 0 && s.LateQueue != ""
 			}))
@@ -141,9 +159,55 @@ func failureColumns() []column {
 		num("overhead\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureOverheadGPUHours }),
 		num("held idle\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureIdleGPUHours }),
 		num("hung\nGPU-h", 0, func(s metrics.Summary) float64 { return s.FailureHungGPUHours }),
-		dur("recovery\nmean", func(s metrics.Summary) float64 { return s.RecoveryMeanS }),
-		dur("recovery\np95", func(s metrics.Summary) float64 { return s.RecoveryP95S }),
+		happened(dur("recovery\nmean", func(s metrics.Summary) float64 { return s.RecoveryMeanS }), recovered),
+		happened(dur("recovery\np95", func(s metrics.Summary) float64 { return s.RecoveryP95S }), recovered),
 	}
+}
+
+func recovered(s metrics.Summary) bool { return s.Recoveries > 0 }
+
+// unstarted: jobs that could run were left waiting at the end (rejected
+// jobs fit nowhere, for any policy); unfinished: jobs did not complete.
+func unstarted(s metrics.Summary) bool { return s.JobsStillPending > 0 }
+func unfinished(s metrics.Summary) bool {
+	return s.JobsCompleted+s.JobsNeverFit+s.JobsTerminated < s.JobsSubmitted
+}
+
+// partial adds partialMark to a figure over only the jobs that started (or
+// completed) when some run of the row left others that never did.
+func partial(c column, left func(metrics.Summary) bool) column {
+	cell := c.Cell
+	c.Cell = func(rs []metrics.Result) string {
+		v := cell(rs)
+		if v != never && v != none && anyRun(rs, left) {
+			v += partialMark
+		}
+		return v
+	}
+	return c
+}
+
+// happened shows "none" in a column whose figure measures an event no run
+// of the row had (no job started, no recovery), instead of a 0 that would
+// read as the best figure.
+func happened(c column, occurred func(metrics.Summary) bool) column {
+	cell := c.Cell
+	c.Cell = func(rs []metrics.Result) string {
+		if !anyRun(rs, occurred) {
+			return never
+		}
+		return cell(rs)
+	}
+	return c
+}
+
+func anyRun(rs []metrics.Result, f func(metrics.Summary) bool) bool {
+	for _, r := range rs {
+		if f(r.Summary) {
+			return true
+		}
+	}
+	return false
 }
 
 func fill(c *comparison, title string, cols []column) section {
@@ -158,6 +222,7 @@ func fill(c *comparison, title string, cols []column) section {
 		}
 		s.Rows = append(s.Rows, row)
 	}
+	markBest(&s)
 	return s
 }
 
@@ -188,6 +253,10 @@ func timeColumns() []column {
 			return count(statOf(rs, field(func(s metrics.Summary) float64 { return float64(f(s)) })))
 		}}
 	}
+	// A wait exists only for a job that started, a JCT for one that
+	// completed: with none, "0s" would read as the best possible figure.
+	started := func(s metrics.Summary) bool { return s.JobsStarted > 0 }
+	completed := func(s metrics.Summary) bool { return s.JobsCompleted > 0 }
 	return []column{
 		{"useful\n%", func(rs []metrics.Result) string {
 			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.UtilizationPct })), 1, true)
@@ -195,10 +264,10 @@ func timeColumns() []column {
 		{"alloc\n%", func(rs []metrics.Result) string {
 			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.AllocatedPct })), 1, false)
 		}},
-		dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }),
-		dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }),
-		dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }),
-		dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }),
+		partial(happened(dur("wait\np50", func(s metrics.Summary) float64 { return s.WaitP50S }), started), unstarted),
+		partial(happened(dur("wait\np95", func(s metrics.Summary) float64 { return s.WaitP95S }), started), unstarted),
+		partial(happened(dur("wait\nmax", func(s metrics.Summary) float64 { return s.WaitMaxS }), started), unstarted),
+		partial(happened(dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }), completed), unfinished),
 		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
 		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
 		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),

@@ -282,9 +282,11 @@ func (r *replay) injectFailure(now time.Time) {
 		r.seq++
 	}
 	in.active = false
-	// Failures stop while nothing runs (pending repairs still happen); the
+	// Failures stop while nothing runs (pending repairs still happen), and
+	// when nothing but failures and repairs is ahead: jobs with no runtime
+	// run forever, and failing them forever would never end the run. The
 	// next start resumes them, so a run always ends.
-	if len(r.running) > 0 {
+	if len(r.running) > 0 && r.workAhead() {
 		in.active = true
 		r.pushFailure(now.Add(in.next()))
 	}
@@ -401,6 +403,7 @@ func (r *replay) resumeRepaired(n, k int, now time.Time) {
 		if mr := jr.job.MaxRuntime; mr > 0 {
 			r.push(now.Add(mr), evWake, i)
 		}
+		r.restartInjector(now)
 	}
 }
 
@@ -427,10 +430,28 @@ func (r *replay) holdsOnly(jr *jobRun, n, k int) bool {
 // restartInjector resumes the failure process when work arrives after it
 // stopped for lack of anything to hit.
 func (r *replay) restartInjector(now time.Time) {
-	if r.inj != nil && !r.inj.active && r.inj.rate > 0 {
+	if r.inj != nil && !r.inj.active && r.inj.rate > 0 && r.workAhead() {
 		r.inj.active = true
 		r.pushFailure(now.Add(r.inj.next()))
 	}
+}
+
+// workAhead reports whether an event other than the failure process's own
+// is still to come: an arrival, the end or max-runtime wake of a current
+// run, a retry. Without one, the run is over but for jobs that never end.
+func (r *replay) workAhead() bool {
+	for _, e := range r.events {
+		switch e.kind {
+		case evFail, evRepair, evDetect:
+		case evFinish, evWake:
+			if jr := r.jobs[e.job]; e.epoch == jr.epoch && !jr.finished {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // recovered records the time from a failure to the job running whole again.

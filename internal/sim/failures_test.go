@@ -134,3 +134,38 @@ func TestNodeFailuresHangGangsUntilActedOn(t *testing.T) {
 			wait.FailureHungGPUHours, notReady.FailureHungGPUHours)
 	}
 }
+
+// TestFailuresEndWithNeverEndingJobs: a job with no runtime (openb pods
+// without a deletion time) runs until the end of the run; the failure
+// process must stop once nothing else can happen, or the run never ends.
+func TestFailuresEndWithNeverEndingJobs(t *testing.T) {
+	m, err := ParseFailures("device=0.002,node=0.004,device-repair=4h,node-repair=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := gangWorkload()
+	in.Jobs = in.Jobs[:6]
+	in.Jobs[1].Runtime = 0 // a 2-GPU job that never ends by itself
+	type out struct {
+		res metrics.Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, _, err := Run(in, Config{Policy: engine.Corral, Protocol: Replay, Seed: 7, Clock: fakeClock(), Failures: m})
+		done <- out{res, err}
+	}()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		if s := o.res.Summary; s.JobsCompleted != 5 {
+			t.Errorf("%d of the 5 jobs that end completed", s.JobsCompleted)
+		}
+	case <-time.After(20 * time.Second):
+		// Not a timing assertion: the fixed run takes milliseconds; without
+		// the fix it draws failures forever and never returns.
+		t.Fatal("the run with a never-ending job and failures did not end")
+	}
+}

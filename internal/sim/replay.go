@@ -353,6 +353,7 @@ func (r *replay) advance(now time.Time) {
 func (r *replay) sample(now time.Time) {
 	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{
 		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
+	r.sampleReport(now)
 }
 
 func (r *replay) cycle(now time.Time) (evicted bool, err error) {
@@ -517,7 +518,6 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 func (r *replay) startJob(jr *jobRun, now time.Time) {
 	jr.started, jr.start = true, now
 	jr.partialSince = time.Time{}
-	r.restartInjector(now)
 	jr.runOverhead = jr.job.RestartOverhead
 	if jr.paused && r.inj != nil && r.inj.m.ReplaceOverhead >= 0 {
 		jr.runOverhead = r.inj.m.ReplaceOverhead
@@ -552,6 +552,9 @@ func (r *replay) startJob(jr *jobRun, now time.Time) {
 		jr.segStart = now.Add(jr.runOverhead)
 	}
 	r.scheduleFinish(jr)
+	// After its end is scheduled: the failure process resumes only while
+	// something other than failures is ahead.
+	r.restartInjector(now)
 }
 
 // podShare is the share of its pods a job holds: its speed, for an elastic

@@ -114,7 +114,7 @@ func TestLoadClusterErrors(t *testing.T) {
 }
 
 func TestClusterFileExample(t *testing.T) {
-	c, err := LoadCluster("testdata/cluster.yaml")
+	c, err := LoadCluster("../../examples/sim/cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ func TestDocsExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"testdata/cluster.yaml", "testdata/jobs.csv", "testdata/jobs.yaml", "testdata/queues.yaml"} {
+	for _, f := range []string{"../../examples/sim/cluster.yaml", "../../examples/sim/jobs.csv", "../../examples/sim/jobs.yaml", "../../examples/sim/queues.yaml"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -61,7 +61,7 @@ func FuzzReadOpenbCSV(f *testing.F) {
 }
 
 func FuzzReadJobTraceCSV(f *testing.F) {
-	addFile(f, "testdata/jobs.csv")
+	addFile(f, "../../examples/sim/jobs.csv")
 	ok := jobCSVRow()
 	for _, doc := range []string{
 		jobCSV(ok),
@@ -95,7 +95,7 @@ func FuzzReadJobTraceCSV(f *testing.F) {
 }
 
 func FuzzReadJobTraceYAML(f *testing.F) {
-	addFile(f, "testdata/jobs.yaml")
+	addFile(f, "../../examples/sim/jobs.yaml")
 	for _, doc := range []string{
 		jobsYAML,
 		editYAML(jobsYAML, 8, "        gpus: 1\n        gpu_milli: 2000"),
@@ -119,7 +119,7 @@ func FuzzReadJobTraceYAML(f *testing.F) {
 var fuzzLimits = limits{nodes: 512, gpusPerNode: 64, gpus: 4096}
 
 func FuzzReadClusterYAML(f *testing.F) {
-	addFile(f, "testdata/cluster.yaml")
+	addFile(f, "../../examples/sim/cluster.yaml")
 	for _, doc := range []string{
 		clusterYAML,
 		editYAML(clusterYAML, 14, "      layout: nvl72"),

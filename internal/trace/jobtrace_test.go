@@ -15,7 +15,7 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-// exampleJobs is what testdata/jobs.csv and jobs.yaml (the examples of
+// exampleJobs is what examples/sim/jobs.csv and jobs.yaml (the examples of
 // docs/formats.md) both hold.
 func exampleJobs() []Job {
 	at := func(s int) time.Time { return Epoch.Add(time.Duration(s) * time.Second) }
@@ -52,8 +52,8 @@ func TestJobTraceExamples(t *testing.T) {
 		name  string
 		lines []int
 	}{
-		"csv":  {"testdata/jobs.csv", "jobs.csv", []int{2, 3, 4}},
-		"yaml": {"testdata/jobs.yaml", "example", []int{3, 15, 25}},
+		"csv":  {"../../examples/sim/jobs.csv", "jobs.csv", []int{2, 3, 4}},
+		"yaml": {"../../examples/sim/jobs.yaml", "example", []int{3, 15, 25}},
 	}
 	for kind, tc := range cases {
 		t.Run(kind, func(t *testing.T) {
@@ -257,7 +257,7 @@ func TestLoadTraceFiles(t *testing.T) {
 		"openb csv by header":  {spec: openb, wantID: "p0"},
 		"corral csv by header": {spec: corral, wantID: "j1"},
 		"unknown csv header":   {spec: other, wantErr: other + `:1: unknown CSV trace: the header must start with "job," (corral job trace) or "name," (openb pod list)`},
-		"unknown extension":    {spec: txt, wantErr: txt + `: unknown trace file type ".txt": want .csv, .yaml or .yml`},
+		"unknown extension":    {spec: txt, wantErr: txt + `: unknown trace file type ".txt": want .csv, .yaml or .yml, or sacct --parsable2 output (a header starting "JobID|")`},
 		"unknown openb":        {spec: "openb:nosuch", wantErr: `unknown trace "openb:nosuch" (built-in: openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm, gen:mig)`},
 		"no such name":         {spec: "philly", wantErr: `trace "philly" is neither a file nor a built-in trace (openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm, gen:mig)`},
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestQueueFile(t *testing.T) {
-	specs, err := LoadQueues("testdata/queues.yaml", nil)
+	specs, err := LoadQueues("../../examples/sim/queues.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

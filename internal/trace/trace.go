@@ -70,7 +70,8 @@ func TraceNames() []string {
 // a generator ("gen:llm?jobs=2000&load=0.9&seed=7"; parameters in the name win
 // over opt), or a file path: .yaml/.yml is a corral YAML job trace, .csv is a
 // corral CSV job trace when its header starts with "job," and an openb pod
-// list when it starts with "name,".
+// list when it starts with "name,"; a file of any name whose header starts
+// "JobID|" is Slurm sacct --parsable2 output.
 func LoadTrace(spec string, opt Options) (*Trace, error) {
 	switch {
 	case strings.HasPrefix(spec, "openb:"):
@@ -105,13 +106,17 @@ func loadTraceFile(path string) (*Trace, error) {
 	}
 	defer f.Close()
 	var t *Trace
-	switch ext := strings.ToLower(filepath.Ext(path)); ext {
-	case ".yaml", ".yml":
-		t, err = ReadJobTraceYAML(f, path)
-	case ".csv":
-		t, err = readCSVTrace(f, path)
+	rest := bufio.NewReader(f)
+	head, _ := rest.Peek(64) // fewer bytes at the end of a short file is fine
+	switch ext := strings.ToLower(filepath.Ext(path)); {
+	case IsSacct(string(head)):
+		t, err = ReadSacct(rest, path)
+	case ext == ".yaml" || ext == ".yml":
+		t, err = ReadJobTraceYAML(rest, path)
+	case ext == ".csv":
+		t, err = readCSVTrace(rest, path)
 	default:
-		return nil, fmt.Errorf("%s: unknown trace file type %q: want .csv, .yaml or .yml", path, ext)
+		return nil, fmt.Errorf("%s: unknown trace file type %q: want .csv, .yaml or .yml, or sacct --parsable2 output (a header starting \"JobID|\")", path, ext)
 	}
 	if err != nil {
 		return nil, err
