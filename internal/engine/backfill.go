@@ -54,7 +54,7 @@ const DefaultStarveAfter = 24 * time.Hour
 // elastic jobs and runtime limits. Cycle calls it from separate steps.
 type backfiller struct {
 	cfg     BackfillConfig
-	mode    Policy
+	v       variant
 	s       *Snapshot
 	view    *cluster.State
 	holds   *backfill.Holds
@@ -90,7 +90,7 @@ type activeReservation struct {
 	nodes map[int]bool
 }
 
-func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.State) *backfiller {
+func newBackfiller(cfg BackfillConfig, v variant, s *Snapshot, view *cluster.State) *backfiller {
 	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 1
 	}
@@ -103,7 +103,7 @@ func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.S
 	if cfg.StarveAfter == 0 {
 		cfg.StarveAfter = DefaultStarveAfter
 	}
-	b := &backfiller{cfg: cfg, mode: mode, s: s, view: view, holds: backfill.NewHolds(view),
+	b := &backfiller{cfg: cfg, v: v, s: s, view: view, holds: backfill.NewHolds(view),
 		queueRs: map[string]int{}, pos: map[workload.JobID]int{}, gone: map[workload.JobID]bool{},
 		shrunk: map[workload.JobID]bool{}, otherEvs: map[workload.JobID]bool{}}
 	running := append([]RunningJob(nil), s.Running...)
@@ -122,7 +122,7 @@ func newBackfiller(cfg BackfillConfig, mode Policy, s *Snapshot, view *cluster.S
 // resolvePools reads the snapshot's pools; only corral honours them (the
 // baselines are today's behaviour).
 func (b *backfiller) resolvePools(plan *Plan) {
-	if b.mode != Corral {
+	if !b.v.backfill {
 		return
 	}
 	b.pools, plan.PoolProblems = backfill.Resolve(b.view, b.s.Pools)
@@ -233,13 +233,13 @@ func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *
 	if r.Verdict != placement.WaitFree {
 		return r
 	}
-	switch b.mode {
-	case FIFO:
+	switch {
+	case b.v.fifo:
 		if b.fifoHead == "" {
 			b.fifoHead = j.ID
 		}
 		return r
-	case Corral:
+	case b.v.backfill:
 		return b.reserve(j, g, r, plan)
 	}
 	return r

@@ -17,7 +17,7 @@ import (
 // gang fits. It runs before any preemption: a shrunk job keeps running. If
 // shrinking cannot make room, nothing is shrunk.
 func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g placement.Gang, plan *Plan) (placement.Result, bool) {
-	if b.mode != Corral {
+	if !b.v.backfill {
 		return placement.Result{}, false
 	}
 	b.syncEvictions(plan)
@@ -199,7 +199,7 @@ func (b *backfiller) restore(fn func()) {
 // only when no job is left waiting for room: grown pods are the first given
 // back (shrinkFor) when one arrives.
 func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
-	if b.mode != Corral {
+	if !b.v.backfill {
 		return
 	}
 	for _, p := range plan.Pending {
@@ -276,7 +276,7 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 // queue limits, and the jobs stopped at their max runtime are no victims.
 func (b *backfiller) attach(room *roomMaker, qs *queue.State) {
 	b.room, b.qs = room, qs
-	if room != nil && b.mode == Corral {
+	if room != nil && b.v.backfill {
 		// Preemption honours reservations as placement does: it may not
 		// free reserved nodes for a job that may not use them.
 		room.reserved = b.holds.Held

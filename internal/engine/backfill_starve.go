@@ -25,7 +25,7 @@ import (
 const maxStarvedTries = 16
 
 func (b *backfiller) reserveStarved(order []int, plan *Plan) {
-	if b.mode != Corral || b.cfg.StarveAfter < 0 {
+	if !b.v.backfill || b.cfg.StarveAfter < 0 {
 		return
 	}
 	var starved []int

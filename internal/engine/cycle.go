@@ -50,10 +50,10 @@ type run struct {
 // changes and picks the scorer and device chooser of the policy.
 func (e *Engine) begin(s *Snapshot) *run {
 	c := &run{e: e, s: s, view: s.State.Clone(), devices: placement.FirstFree, failed: map[string]Reason{}}
-	switch e.cfg.Policy {
-	case Spread:
+	switch e.v.scorer {
+	case scoreLeastAllocated:
 		c.scorer = placement.LeastAllocated()
-	case Binpack:
+	case scoreMostAllocated:
 		c.scorer = placement.MostAllocated()
 	default:
 		c.devices = placement.Interconnect
@@ -81,7 +81,7 @@ func (c *run) health() {
 // past their max runtime leave, and the pools held for job classes are
 // resolved.
 func (c *run) backfillPre() {
-	c.bf = newBackfiller(c.e.cfg.Backfill, c.e.cfg.Policy, c.s, c.view)
+	c.bf = newBackfiller(c.e.cfg.Backfill, c.e.v, c.s, c.view)
 	c.bf.enforceMaxRuntime(&c.plan)
 	// The backfiller keeps its own account of the jobs it stopped.
 	c.s = withoutEvicted(c.s, c.plan.Evictions)

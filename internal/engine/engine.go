@@ -46,8 +46,47 @@ const CorralConsolidate Policy = "corral-consolidate"
 // Policies lists every policy in report order.
 var Policies = []Policy{Corral, Spread, Binpack, FIFO, Greedy}
 
-// gangs reports whether the policy places whole gangs with corral's search.
-func (p Policy) gangs() bool { return p == Corral || p == FIFO || p == Greedy }
+// variant is what a policy turns on. New decides it once from the Policy,
+// so the cycle's steps ask for a capability instead of comparing names.
+type variant struct {
+	// gangs: whole gangs with corral's search (corral, fifo, greedy); the
+	// others place pod by pod.
+	gangs bool
+	// health: suspects avoided, spares held, ranks replaced in their domain
+	// (corral); the others restart every hit job anywhere, as Kubernetes does.
+	health bool
+	// backfill: pools, reservations, starvation, shrink, pool reclaim and
+	// elastic growth (corral).
+	backfill bool
+	// fifo: a blocked job stops every job behind it.
+	fifo bool
+	// scorer ranks nodes: spread and binpack score like kube-scheduler's
+	// two strategies; the gang policies score fragmentation against the mix
+	// and pick GPUs by interconnect.
+	scorer scorerKind
+}
+
+type scorerKind uint8
+
+const (
+	scoreFragmentation scorerKind = iota
+	scoreLeastAllocated
+	scoreMostAllocated
+)
+
+func variantOf(p Policy) variant {
+	switch p {
+	case Corral:
+		return variant{gangs: true, health: true, backfill: true}
+	case FIFO:
+		return variant{gangs: true, fifo: true}
+	case Greedy:
+		return variant{gangs: true}
+	case Spread:
+		return variant{scorer: scoreLeastAllocated}
+	}
+	return variant{scorer: scoreMostAllocated}
+}
 
 // ParsePolicy checks a policy name.
 func ParsePolicy(s string) (Policy, error) {
@@ -116,6 +155,7 @@ type Config struct {
 // Snapshot alone. An Engine is used by one goroutine at a time.
 type Engine struct {
 	cfg   Config
+	v     variant
 	name  Policy // as asked for: CorralNewest runs as Corral
 	frag  placement.FragMemo
 	trees treeCache
@@ -139,7 +179,7 @@ func New(cfg Config) *Engine {
 	if cfg.Preemption == "" {
 		cfg.Preemption = PreemptLeastLost
 	}
-	return &Engine{cfg: cfg, name: name}
+	return &Engine{cfg: cfg, v: variantOf(cfg.Policy), name: name}
 }
 
 // Policy returns the engine's policy.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -25,6 +26,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	cluster racks=R nodes=N [policy=P] [reservations=K]  a rack-level DGX cluster, and the engine
 //	run ID pods=P gpus=G on=NODE,... [job options]       a job already running on those nodes
 //	submit ID pods=P gpus=G [job options]                a pending job
+//	fail NODE gpu=K                                      GPU K of NODE fails now (XID 79)
 //	cycle                                                run one cycle, apply its Plan, print it
 //	advance DURATION                                     move the clock; jobs past their expected runtime end
 //
@@ -132,6 +134,15 @@ func (w *world) do(t *testing.T, wp **world, cmd string) string {
 	case "submit":
 		w.submit(scriptJob(t, pos, args))
 		return ""
+	case "fail":
+		n, ok := w.s.NodeIndex(pos[0])
+		if !ok {
+			t.Fatalf("no node %s", pos[0])
+		}
+		k := atoi(t, args["gpu"])
+		w.s.SetDeviceHealth(n, k, false)
+		w.failures = append(w.failures, health.Failure{Node: pos[0], Device: w.s.Node(n).Devices[k].ID, Since: w.now, Reason: "XID 79"})
+		return ""
 	case "cycle":
 		return describePlan(w.runCycle(), w.now)
 	case "advance":
@@ -179,6 +190,13 @@ func scriptJob(t *testing.T, pos []string, args map[string]string) *workload.Job
 // apply it; times are relative to now.
 func describePlan(p Plan, now time.Time) string {
 	var b strings.Builder
+	for _, r := range p.Remediations {
+		fmt.Fprintf(&b, "remediate %s %s", r.Job, r.Action)
+		if r.Domain != "" {
+			fmt.Fprintf(&b, " in %s %s", r.Level, r.Domain)
+		}
+		fmt.Fprintf(&b, ": %s\n", r.Message)
+	}
 	for _, ev := range p.Evictions {
 		fmt.Fprintf(&b, "evict %s %s", ev.Job, ev.Cause)
 		if ev.By != "" {

@@ -21,7 +21,7 @@ type healthCycle struct {
 // baselines know nothing of them, as kube-scheduler does not) and returns
 // the scorer that puts the remaining suspects last.
 func (e *Engine) healthScorer(s *Snapshot, view *cluster.State, scorer placement.Scorer) placement.Scorer {
-	if e.cfg.Policy != Corral || len(s.Suspects) == 0 {
+	if !e.v.health || len(s.Suspects) == 0 {
 		return scorer
 	}
 	avoid, _ := health.Suspects(view, s.Suspects, s.Now, s.SuspectLimit)
@@ -36,7 +36,7 @@ func (e *Engine) healthScorer(s *Snapshot, view *cluster.State, scorer placement
 // The baselines restart every hit job whole and hold no spares.
 func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.Placer, plan *Plan) healthCycle {
 	hc := healthCycle{handled: map[workload.JobID]bool{}}
-	corral := e.cfg.Policy == Corral
+	corral := e.v.health
 	idx, problems := health.NewIndex(view, s.Failures)
 	if corral && len(s.Spares) > 0 {
 		want, p := health.ExpandSpares(view, s.Spares)

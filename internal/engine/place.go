@@ -24,7 +24,7 @@ func (c *run) place(i int) {
 		c.wait(pj, reason)
 		return
 	}
-	if !c.e.cfg.Policy.gangs() {
+	if !c.e.v.gangs {
 		n := len(c.plan.Binds)
 		c.e.podByPod(c.placer, pj, pods, &c.plan)
 		c.qs.BoundBinds(leaf, c.view, c.plan.Binds[n:])

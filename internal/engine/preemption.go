@@ -79,7 +79,7 @@ type roomMaker struct {
 
 func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placement.Placer, scorer placement.Scorer,
 	devices placement.DeviceOrder, qs *queue.State, stats *CycleStats) *roomMaker {
-	if !e.cfg.Policy.gangs() || e.cfg.Preemption == PreemptOff || len(s.Running) == 0 {
+	if !e.v.gangs || e.cfg.Preemption == PreemptOff || len(s.Running) == 0 {
 		return nil
 	}
 	running := append([]RunningJob(nil), s.Running...)

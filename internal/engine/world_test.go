@@ -8,6 +8,7 @@ import (
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -28,6 +29,8 @@ type world struct {
 	pools   []backfill.Pool
 	hist    *backfill.History
 	queues  []queue.Spec
+	// failures are passed in every snapshot (the script harness sets them).
+	failures []health.Failure
 }
 
 func newWorld(t *testing.T, s *cluster.State, cfg Config) *world {
@@ -75,7 +78,8 @@ func (w *world) submit(jobs ...*workload.Job) {
 
 func (w *world) runCycle() Plan {
 	w.t.Helper()
-	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist, Queues: w.queues}
+	snap := &Snapshot{State: w.s, Now: w.now, Pending: w.pending, Pools: w.pools, Runtimes: w.hist, Queues: w.queues,
+		Failures: w.failures}
 	ids := make([]string, 0, len(w.running))
 	for id := range w.running {
 		ids = append(ids, string(id))
