@@ -59,6 +59,7 @@ type fakeGroups struct {
 	claims      map[string]*resourcev1.ResourceClaim
 	classes     map[string]bool
 	dra         *draView
+	elig        *eligibility
 }
 
 func (f fakeGroups) jobParallelism(_, name string) (int, bool) {
@@ -83,6 +84,8 @@ func (f fakeGroups) deviceClass(name string) (*resourcev1.DeviceClass, bool) {
 	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
 }
 func (f fakeGroups) devices() *draView { return f.dra }
+
+func (f fakeGroups) eligibility() *eligibility { return f.elig }
 
 var testCfg = adapterConfig{schedulerName: "corral", gpuResource: "nvidia.com/gpu", draDriver: "gpu.nvidia.com"}
 
