@@ -83,11 +83,18 @@ type Exclusion struct {
 func (f *NodeFilter) Why() string {
 	parts := make([]string, 0, len(f.Excluded))
 	for _, e := range f.Excluded {
-		noun := "nodes"
+		noun, cause := "nodes", e.Cause
 		if e.Nodes == 1 {
+			// Causes are written for the plural: "have", "do not", "lack".
 			noun = "node"
+			for _, v := range [][2]string{{"have ", "has "}, {"do not ", "does not "}, {"lack ", "lacks "}, {"are ", "is "}} {
+				if strings.HasPrefix(cause, v[0]) {
+					cause = v[1] + cause[len(v[0]):]
+					break
+				}
+			}
 		}
-		parts = append(parts, fmt.Sprintf("%d %s %s", e.Nodes, noun, e.Cause))
+		parts = append(parts, fmt.Sprintf("%d %s %s", e.Nodes, noun, cause))
 	}
 	return strings.Join(parts, "; ")
 }
