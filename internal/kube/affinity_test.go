@@ -108,8 +108,8 @@ func TestEligibility(t *testing.T) {
 			tol: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		},
 		"node affinity In": {
-			tol: []corev1.Toleration{gpuTol},
-			aff: nodeAffinity(corev1.NodeSelectorRequirement{Key: zoneLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}),
+			tol:  []corev1.Toleration{gpuTol},
+			aff:  nodeAffinity(corev1.NodeSelectorRequirement{Key: zoneLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}),
 			want: []string{"c0", "g0", "g1"},
 			why:  "4 nodes do not match its node selector or node affinity",
 		},
@@ -272,7 +272,7 @@ func TestGangAffinity(t *testing.T) {
 			invalid: "its pod affinity keeps the job's pods in one domain of rack.example/id, which is not a level of the cluster's Topology",
 		},
 		"anti-affinity selecting a replica without the term is not supported": {
-			pods: []*corev1.Pod{member("a", self, antiAffinity(podTerm("kubernetes.io/hostname", self))), member("b", self, nil)},
+			pods:    []*corev1.Pod{member("a", self, antiAffinity(podTerm("kubernetes.io/hostname", self))), member("b", self, nil)},
 			invalid: "pod a: its pod anti-affinity (topology key kubernetes.io/hostname) selects pod b of the same job, which does not carry the same term; corral supports anti-affinity between replicas that share it",
 		},
 	}
