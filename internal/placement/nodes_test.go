@@ -189,3 +189,57 @@ func TestEligibilityOracle(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlaceGangEligible: one 16×8-GPU gang on 1,024 DGX nodes (32
+// racks of 32, half of each rack busy), without a filter, with a filter
+// whose racks are wholly in or out (a tainted pool), and with a filter that
+// takes every other node (every rack partly eligible: the node walk).
+func BenchmarkPlaceGangEligible(b *testing.B) {
+	nodes := build.Racks(32, 32)
+	var pool, alternate []string
+	for i, n := range nodes {
+		n.Labels[HostnameLabel] = n.Name
+		if i/32%2 == 0 {
+			pool = append(pool, n.Name)
+		}
+		if i%2 == 0 {
+			alternate = append(alternate, n.Name)
+		}
+	}
+	s := build.State(build.Topo("rack"), nodes)
+	for n := 0; n < s.NumNodes(); n++ {
+		if n%32 >= 16 {
+			all := cluster.Alloc{}
+			for k := 0; k < 8; k++ {
+				all.Devices = append(all.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+			}
+			if err := s.Allocate(n, all); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		job  *workload.Job
+	}{
+		{"none", build.Job("j").Pods(16).GPUs(8).Obj()},
+		{"whole-racks", build.Job("j").Pods(16).GPUs(8).Nodes("pool", pool).Obj()},
+		{"every-other-node", build.Job("j").Pods(16).GPUs(8).Nodes("alt", alternate).Obj()},
+		{"hostname-apart", build.Job("j").Pods(16).GPUs(1).Apart(HostnameLabel).Obj()},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				g := Gang{Required: -1, Preferred: -1}
+				bc.job.EachPod(func(ref workload.PodRef, r workload.Request) {
+					pr, _ := Resolve(s, ref, r)
+					g.Pods = append(g.Pods, pr)
+				})
+				p := NewPlacer(s, MostAllocated(), Interconnect)
+				if res := p.PlaceGang(g); res.Failure != nil {
+					b.Fatal(res.Failure.Message)
+				}
+				p.Undo() // the next round starts from the same state
+			}
+		})
+	}
+}
