@@ -381,8 +381,15 @@ func gangAffinity(members []*corev1.Pod, e *eligibility) (together []string, pro
 		return nil, nil
 	}
 	seen := map[string]bool{}
+	checked := map[*podConstraints]bool{}
 	for _, p := range members {
 		c := e.forPod(p)
+		if checked[c] {
+			// Pods sharing constraints share terms: one check covers them
+			// all, so a job costs O(distinct constraints × pods).
+			continue
+		}
+		checked[c] = true
 		for _, k := range c.together {
 			if !seen[k] {
 				seen[k] = true
