@@ -1,13 +1,19 @@
 package kube
 
 import (
+	"fmt"
+	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -295,3 +301,71 @@ func TestGangAffinity(t *testing.T) {
 }
 
 var _ = workload.Apart{}
+
+// TestTaintedPoolCycle runs the adapter's request building and one engine
+// cycle over real Node and Pod objects: a managed GPU pool tainted
+// nvidia.com/gpu=present:NoSchedule is used by a gang that tolerates it,
+// never by one that does not, which is told which taint kept it out.
+func TestTaintedPoolCycle(t *testing.T) {
+	gpuNode := func(name string, taints ...corev1.Taint) *corev1.Node {
+		n := knode(name, "a", taints)
+		n.Status = corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"),
+			corev1.ResourceMemory: resource.MustParse("512Gi"), "nvidia.com/gpu": resource.MustParse("8")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+		return n
+	}
+	nodes := []*corev1.Node{gpuNode("plain-0")}
+	for _, name := range []string{"pool-0", "pool-1", "pool-2", "pool-3"} {
+		nodes = append(nodes, gpuNode(name, gpuTaint))
+	}
+	var model []cluster.Node
+	for _, n := range nodes {
+		cn, _ := nodeFromObject(n, "nvidia.com/gpu", nil, "gpu.nvidia.com")
+		model = append(model, cn)
+	}
+	state, err := cluster.New(cluster.Topology{}, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	for i := 0; i < 3; i++ {
+		p := pod(fmt.Sprintf("tolerant-%d", i)).gpus(8).ownedByJob("tolerant").obj()
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists}}
+		pods = append(pods, p)
+	}
+	for i := 0; i < 2; i++ {
+		pods = append(pods, pod(fmt.Sprintf("intolerant-%d", i)).gpus(8).ownedByJob("intolerant").obj())
+	}
+	groups := fakeGroups{parallelism: map[string]int{"tolerant": 3, "intolerant": 2}, elig: newEligibility(nodes, nodes, pods, nil)}
+	snap := &engine.Snapshot{State: state, Now: time.Unix(1000, 0)}
+	for _, kj := range buildJobs(pods, nil, groups, nil, testCfg) {
+		if kj.invalid != "" || kj.waiting != "" {
+			t.Fatalf("job %s: invalid %q waiting %q", kj.key, kj.invalid, kj.waiting)
+		}
+		snap.Pending = append(snap.Pending, engine.PendingJob{Job: kj.job})
+	}
+	plan := engine.New(engine.Config{Policy: engine.Corral}).Cycle(snap)
+	var bound []string
+	for _, b := range plan.Binds {
+		for _, p := range b.Pods {
+			if b.Job != "job/ns/tolerant" {
+				t.Errorf("job %s bound to %s", b.Job, p.Node)
+			}
+			bound = append(bound, p.Node)
+		}
+	}
+	sort.Strings(bound)
+	// A toleration allows the pool; it does not require it: the untainted
+	// node is as good for the tolerant gang.
+	if diff := cmp.Diff([]string{"plain-0", "pool-0", "pool-1"}, bound); diff != "" {
+		t.Errorf("tolerant pods bound (-want +got):\n%s", diff)
+	}
+	want := "the cluster could never hold 2×[8 GPU on 1 eligible nodes, 2000m CPU, 4096 MiB]: the largest cluster (cluster) holds 1 of 2 pods when empty; " +
+		"4 nodes have taint nvidia.com/gpu=present:NoSchedule that the pod does not tolerate"
+	if len(plan.Pending) != 1 || plan.Pending[0].Job != "job/ns/intolerant" {
+		t.Fatalf("pending %+v, want the intolerant job", plan.Pending)
+	}
+	if diff := cmp.Diff(want, plan.Pending[0].Reason.Message); diff != "" {
+		t.Errorf("reason (-want +got):\n%s", diff)
+	}
+}
