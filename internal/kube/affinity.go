@@ -269,6 +269,13 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 	counts := map[string]int{}
 	var names []string
 	for _, n := range e.nodes {
+		if !nodeSchedulable(n) {
+			// Cordoned or not Ready: no pod may use it (cluster.Node's
+			// Unschedulable), so its taints (node.kubernetes.io/unschedulable,
+			// not-ready) must not turn every pod into a constrained one.
+			names = append(names, n.Name)
+			continue
+		}
 		if cause := e.excludes(p, n, required, aff, affValues, anyAffinity, ck.SelfAffinity, anti, antiValues, ck.Rejected); cause != "" {
 			counts[cause]++
 			continue

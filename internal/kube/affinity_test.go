@@ -23,7 +23,8 @@ const zoneLabel = "topology.kubernetes.io/zone"
 func knode(name, zone string, taints []corev1.Taint, kv ...string) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{"kubernetes.io/hostname": name, zoneLabel: zone}},
-		Spec: corev1.NodeSpec{Taints: taints}}
+		Spec:   corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	for i := 0; i+1 < len(kv); i += 2 {
 		n.Labels[kv[i]] = kv[i+1]
 	}
@@ -218,6 +219,18 @@ func TestEligibility(t *testing.T) {
 	}
 }
 
+// TestEligibilityCordoned: a cordoned node's taint filters nothing: the
+// node is out for every pod already, and one cordon must not make every
+// pod a constrained one.
+func TestEligibilityCordoned(t *testing.T) {
+	n := knode("c0", "a", []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}})
+	n.Spec.Unschedulable = true
+	nodes := []*corev1.Node{n, knode("c1", "a", nil)}
+	if c := newEligibility(nodes, nodes, nil, nil).forPod(pod("p").obj()); c.filter != nil {
+		t.Errorf("filter %+v, want none", c.filter)
+	}
+}
+
 // TestEligibilityShared: pods that differ only in labels no term reads (an
 // indexed Job's completion index) share one filter and one pod set.
 func TestEligibilityShared(t *testing.T) {
@@ -309,9 +322,8 @@ var _ = workload.Apart{}
 func TestTaintedPoolCycle(t *testing.T) {
 	gpuNode := func(name string, taints ...corev1.Taint) *corev1.Node {
 		n := knode(name, "a", taints)
-		n.Status = corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"),
-			corev1.ResourceMemory: resource.MustParse("512Gi"), "nvidia.com/gpu": resource.MustParse("8")},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"),
+			corev1.ResourceMemory: resource.MustParse("512Gi"), "nvidia.com/gpu": resource.MustParse("8")}
 		return n
 	}
 	nodes := []*corev1.Node{gpuNode("plain-0")}
