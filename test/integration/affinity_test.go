@@ -45,6 +45,21 @@ func TestTaintedGPUPool(t *testing.T) {
 	ns := namespace(t, c, "taint-")
 	startCorral(t, c)
 	tolerateGPU := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	// Bare pods, one gang per app: kwok completes Job-owned pods at once,
+	// which would free their nodes before the next step looks.
+	createGang := func(app string, pods, gpus int, tol []corev1.Toleration, aff *corev1.Affinity) {
+		t.Helper()
+		for i := 0; i < pods; i++ {
+			spec := gpuPodSpec(gpus)
+			spec.Tolerations, spec.Affinity = tol, aff
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, i), Namespace: ns,
+				Labels:      map[string]string{"app": app},
+				Annotations: map[string]string{v1alpha1.AnnotationGang: app}}, Spec: spec}
+			if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	boundNodes := func(app string, want int) []string {
 		t.Helper()
 		var nodes []string
@@ -61,10 +76,17 @@ func TestTaintedGPUPool(t *testing.T) {
 		return nodes
 	}
 
+	t.Run("a pod that does not tolerate it takes the untainted node", func(t *testing.T) {
+		createGang("plain", 1, 8, nil, nil)
+		if got := boundNodes("plain", 1); got[0] != "plain-0" {
+			t.Errorf("intolerant pod on %s, want plain-0", got[0])
+		}
+	})
+
 	t.Run("a gang that tolerates the taint uses the pool", func(t *testing.T) {
-		j := gpuJob(ns, "tolerant", 4, 8, nil)
-		j.Spec.Template.Spec.Tolerations = tolerateGPU
-		createJob(t, c, j)
+		// plain-0 is full: a toleration allows the pool, it does not
+		// require it, so only a full untainted node makes this exact.
+		createGang("tolerant", 4, 8, tolerateGPU, nil)
 		for _, n := range boundNodes("tolerant", 4) {
 			if !strings.HasPrefix(n, "pool-") {
 				t.Errorf("tolerant pod on %s, want a pool node", n)
@@ -72,16 +94,9 @@ func TestTaintedGPUPool(t *testing.T) {
 		}
 	})
 
-	t.Run("a pod that does not tolerate it takes the untainted node", func(t *testing.T) {
-		createJob(t, c, gpuJob(ns, "plain", 1, 8, nil))
-		if got := boundNodes("plain", 1); got[0] != "plain-0" {
-			t.Errorf("intolerant pod on %s, want plain-0", got[0])
-		}
-	})
-
 	t.Run("a gang that does not tolerate it waits, and the reason names the taint", func(t *testing.T) {
 		// Two pool nodes are free, but the pods may not use them.
-		createJob(t, c, gpuJob(ns, "intolerant", 2, 8, nil))
+		createGang("intolerant", 2, 8, nil, nil)
 		want := "6 nodes have taint nvidia.com/gpu=present:NoSchedule that the pod does not tolerate"
 		eventually(t, 60*time.Second, "a pending reason naming the taint", func() (bool, string) {
 			pods := podsOf(t, c, ns, "intolerant")
@@ -102,12 +117,9 @@ func TestTaintedGPUPool(t *testing.T) {
 
 	t.Run("replicas with hostname anti-affinity spread one per node", func(t *testing.T) {
 		// Without the term corral packs both 1-GPU pods onto one node.
-		j := gpuJob(ns, "spread", 2, 1, nil)
-		j.Spec.Template.Spec.Tolerations = tolerateGPU
-		j.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		createGang("spread", 2, 1, tolerateGPU, &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: corev1.LabelHostname,
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}}}
-		createJob(t, c, j)
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}}})
 		nodes := boundNodes("spread", 2)
 		if nodes[0] == nodes[1] {
 			t.Errorf("both replicas on %s", nodes[0])
