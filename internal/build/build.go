@@ -250,3 +250,17 @@ func (b *JobBuilder) Obj() *workload.Job {
 	j.PodSets = []workload.PodSet{b.set}
 	return &j
 }
+
+// Nodes limits the pods to the named nodes (a driver's node filter: taints,
+// node affinity); why lists the exclusions as "count cause" pairs.
+func (b *JobBuilder) Nodes(key string, names []string, why ...workload.Exclusion) *JobBuilder {
+	b.set.Request.Nodes = &workload.NodeFilter{Key: key, Nodes: names, Excluded: why}
+	return b
+}
+
+// Apart keeps the pods apart on a node label (pod anti-affinity between
+// replicas).
+func (b *JobBuilder) Apart(key string) *JobBuilder {
+	b.set.Request.Apart = append(b.set.Request.Apart, workload.Apart{Key: key, Term: "t-" + key})
+	return b
+}

@@ -72,6 +72,25 @@ type Node struct {
 	Devices       []Device
 	Labels        map[string]string
 	Unschedulable bool // cordoned or not ready: nothing new lands here
+	// Taints are the node's taints as the driver read them. The engine does
+	// not match tolerations itself: the driver does (with Kubernetes' own
+	// helpers) and hands each request the nodes it may use
+	// (workload.NodeFilter). They are kept for explanations and reports.
+	Taints []Taint
+}
+
+// Taint is a node taint as plain data: Effect is "NoSchedule",
+// "PreferNoSchedule" or "NoExecute".
+type Taint struct {
+	Key, Value, Effect string
+}
+
+// String renders a taint as kubectl does: key=value:Effect.
+func (t Taint) String() string {
+	if t.Value == "" {
+		return t.Key + ":" + t.Effect
+	}
+	return t.Key + "=" + t.Value + ":" + t.Effect
 }
 
 // Validate reports a node no scheduler could use as described.

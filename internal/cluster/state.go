@@ -96,6 +96,8 @@ type layout struct {
 	modelGeom []*mig.Model
 	migMask   ModelMask
 	hasMIG    bool
+	// nodeSets memoises the node sets of constrained requests (nodeset.go).
+	nodeSets nodeSetMemo
 }
 
 // State is the cluster with its free capacity, aggregated per domain. The

@@ -322,6 +322,13 @@ func shapeKey(g placement.Gang) string {
 			// Equal shapes over different eligible devices are not interchangeable.
 			fmt.Fprintf(&b, ",devices=%q/%t", p.Devices.Key, p.Devices.All)
 		}
+		if p.Nodes != nil {
+			// Nor are equal shapes over different eligible nodes.
+			fmt.Fprintf(&b, ",nodes=%q", p.Nodes.Key)
+		}
+		for _, a := range p.Apart {
+			fmt.Fprintf(&b, ",apart=%q/%q", a.Key, a.Term)
+		}
 		if len(p.NodeLabels) > 0 {
 			keys := make([]string, 0, len(p.NodeLabels))
 			for k, v := range p.NodeLabels {

@@ -350,6 +350,8 @@ func (c *Cache) readQueues(models []string) *queueSet {
 type lookup struct {
 	c   *Cache
 	dra *draView // nil until the cycle's DRA inventory is read
+	// elig matches the cycle's node constraints; nil until it is built.
+	elig *eligibility
 }
 
 func (l lookup) jobParallelism(ns, name string) (int, bool) {
@@ -408,3 +410,5 @@ func (l lookup) deviceClass(name string) (*resourcev1.DeviceClass, bool) {
 }
 
 func (l lookup) devices() *draView { return l.dra }
+
+func (l lookup) eligibility() *eligibility { return l.elig }

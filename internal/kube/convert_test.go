@@ -59,6 +59,7 @@ type fakeGroups struct {
 	claims      map[string]*resourcev1.ResourceClaim
 	classes     map[string]bool
 	dra         *draView
+	elig        *eligibility
 }
 
 func (f fakeGroups) jobParallelism(_, name string) (int, bool) {
@@ -83,6 +84,8 @@ func (f fakeGroups) deviceClass(name string) (*resourcev1.DeviceClass, bool) {
 	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name}}, true
 }
 func (f fakeGroups) devices() *draView { return f.dra }
+
+func (f fakeGroups) eligibility() *eligibility { return f.elig }
 
 var testCfg = adapterConfig{schedulerName: "corral", gpuResource: "nvidia.com/gpu", draDriver: "gpu.nvidia.com"}
 
@@ -274,11 +277,23 @@ func TestNodeFromObject(t *testing.T) {
 			t.Error(diff)
 		}
 	})
-	t.Run("a NotReady or tainted node takes no new pods", func(t *testing.T) {
+	t.Run("a NotReady node takes no new pods", func(t *testing.T) {
 		n := node(8, nil)
-		n.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
+		n.Status.Conditions[0].Status = corev1.ConditionFalse
 		if got, _ := nodeFromObject(n, "nvidia.com/gpu", nil, "gpu.nvidia.com"); !got.Unschedulable {
-			t.Error("tainted node is schedulable")
+			t.Error("NotReady node is schedulable")
+		}
+	})
+	t.Run("a tainted node keeps its taints and stays in the model", func(t *testing.T) {
+		// Which pods may use it is each pod's tolerations' business (affinity.go).
+		n := node(8, nil)
+		n.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+		got, _ := nodeFromObject(n, "nvidia.com/gpu", nil, "gpu.nvidia.com")
+		if got.Unschedulable {
+			t.Error("tainted node is unschedulable for every pod")
+		}
+		if diff := cmp.Diff([]cluster.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: "NoSchedule"}}, got.Taints); diff != "" {
+			t.Errorf("taints (-want +got):\n%s", diff)
 		}
 	})
 }

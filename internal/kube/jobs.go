@@ -34,6 +34,9 @@ type groupLookup interface {
 	deviceClass(name string) (*resourcev1.DeviceClass, bool)
 	// devices is the cycle's DRA inventory, nil where claims are not read.
 	devices() *draView
+	// eligibility matches node constraints (affinity.go); nil where they
+	// are not read (running pods).
+	eligibility() *eligibility
 }
 
 // kjob is one job as the adapter sees it: the engine's Job plus the pods
@@ -207,6 +210,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	if v := ann[v1alpha1.AnnotationPreferredTopology]; v != "" {
 		j.Topology.Preferred = v
 	}
+	problems = append(problems, coLocate(j, members, groups.eligibility(), levels)...) // affinity.go
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
@@ -294,7 +298,15 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 	if err := sharedGPURequest(p, &r); err != nil {
 		return r, err
 	}
-	if len(p.Spec.NodeSelector) > 0 {
+	if e := groups.eligibility(); e != nil {
+		// nodeSelector, node affinity, tolerations and pod affinity, as the
+		// nodes each allows (affinity.go).
+		c := e.forPod(p)
+		if c.problem != "" {
+			return r, fmt.Errorf("%s", c.problem)
+		}
+		r.Nodes, r.Apart = c.filter, c.apart
+	} else if len(p.Spec.NodeSelector) > 0 {
 		r.NodeLabels = p.Spec.NodeSelector
 	}
 	if v := p.Annotations[v1alpha1.AnnotationGPUModels]; v != "" {

@@ -83,6 +83,9 @@ func nodeFromObject(n *corev1.Node, gpuResource string, slices []*resourcev1.Res
 		out.MemMiB = q.Value() >> 20
 	}
 	out.Unschedulable = !nodeSchedulable(n)
+	for _, t := range n.Spec.Taints {
+		out.Taints = append(out.Taints, cluster.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+	}
 	model := nodeModel(n)
 
 	if devs := devicesFromSlices(n.Name, slices, driver, model); len(devs) > 0 {
@@ -145,9 +148,9 @@ func nodeFromObject(n *corev1.Node, gpuResource string, slices []*resourcev1.Res
 	return out, warnings
 }
 
-// nodeSchedulable: not cordoned, Ready, and no NoSchedule/NoExecute taint.
-// corral does not yet match per-pod tolerations, so a tainted node is left to
-// pods of other schedulers.
+// nodeSchedulable: not cordoned and Ready. Taints do not hide a node: each
+// pod may use the nodes whose NoSchedule and NoExecute taints it tolerates
+// (affinity.go), as with kube-scheduler.
 func nodeSchedulable(n *corev1.Node) bool {
 	if n.Spec.Unschedulable {
 		return false
@@ -158,15 +161,7 @@ func nodeSchedulable(n *corev1.Node) bool {
 			ready = c.Status == corev1.ConditionTrue
 		}
 	}
-	if !ready {
-		return false
-	}
-	for _, t := range n.Spec.Taints {
-		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
-			return false
-		}
-	}
-	return true
+	return ready
 }
 
 // devicesFromSlices reads the GPUs a DRA driver publishes for a node, with

@@ -128,10 +128,13 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 		}
 	}
 	var nodes []cluster.Node
-	for _, n := range c.listNodes() {
+	allNodes := c.listNodes()
+	var managed []*corev1.Node
+	for _, n := range allNodes {
 		if c.cfg.nodeSelector != nil && !c.cfg.nodeSelector.Matches(labelSet(n.Labels)) {
 			continue
 		}
+		managed = append(managed, n)
 		cn, warns := nodeFromObject(n, c.cfg.gpuResource, slices, c.cfg.draDriver)
 		for _, wmsg := range warns {
 			w.warnings = append(w.warnings, "node "+n.Name+": "+wmsg)
@@ -183,6 +186,9 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	w.dra.markExhausted(state)
 	lk.dra = w.dra
 
+	// Taints, node affinity and pod affinity: matched once per distinct
+	// constraint against the managed nodes and the pods placed so far.
+	lk.elig = newEligibility(managed, allNodes, pods, nodesOf(assumed))
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
 	w.queues = c.readQueues(state.Models())
 	var mix placement.MixCounter
@@ -431,3 +437,4 @@ func (noLookup) podGroup(string, string) (int, string, bool)            { return
 func (noLookup) claim(string, string) (*resourcev1.ResourceClaim, bool) { return nil, false }
 func (noLookup) deviceClass(string) (*resourcev1.DeviceClass, bool)     { return nil, false }
 func (noLookup) devices() *draView                                      { return nil }
+func (noLookup) eligibility() *eligibility                              { return nil }

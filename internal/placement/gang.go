@@ -25,6 +25,8 @@ type Placer struct {
 	scorer  Scorer
 	devices DeviceOrder
 	log     []Assignment
+	// apart is the placed pods of log that carry anti-affinity terms.
+	apart []apartMark
 }
 
 // NewPlacer returns a Placer over the running view s.
@@ -44,10 +46,13 @@ func (p *Placer) rollback(m int) {
 		p.s.Release(a.Node, a.Alloc)
 	}
 	p.log = p.log[:m]
+	for len(p.apart) > 0 && p.apart[len(p.apart)-1].index >= m {
+		p.apart = p.apart[:len(p.apart)-1]
+	}
 }
 
 // Commit forgets the rollback log: what was placed stays placed.
-func (p *Placer) Commit() { p.log = p.log[:0] }
+func (p *Placer) Commit() { p.log, p.apart = p.log[:0], p.apart[:0] }
 
 // Undo releases everything placed since the last Commit. The engine uses it
 // when a placement that fits must still be refused (a queue limit), and
@@ -56,7 +61,7 @@ func (p *Placer) Undo() { p.rollback(0) }
 
 // canHost is the exact per-node feasibility check for one pod.
 func canHost(s *cluster.State, n int, r *PodReq) bool {
-	if !s.Schedulable(n) || s.FreeCPU(n) < r.CPUMilli || s.FreeMem(n) < r.MemMiB {
+	if !s.Schedulable(n) || !r.mayUse(n) || s.FreeCPU(n) < r.CPUMilli || s.FreeMem(n) < r.MemMiB {
 		return false
 	}
 	if len(r.NodeLabels) > 0 && !r.NodeMatches(s.Node(n).Labels) {
@@ -94,6 +99,9 @@ func canHost(s *cluster.State, n int, r *PodReq) bool {
 // allocOn places r on node n, choosing devices; gpu is the scorer's choice for
 // a fractional pod.
 func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
+	if !p.apartOK(n, r) {
+		return false
+	}
 	a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
 	switch {
 	case r.MIG():
@@ -134,7 +142,7 @@ func (p *Placer) allocOn(n int, r *PodReq, gpu int) bool {
 	if p.s.Allocate(n, a) != nil {
 		return false
 	}
-	p.log = append(p.log, Assignment{Pod: r.Ref, Node: n, Alloc: a})
+	p.record(r, n, a)
 	return true
 }
 
@@ -148,7 +156,7 @@ func (p *Placer) PlacePod(r *PodReq, within cluster.DomainID) (Assignment, bool)
 	var best float64
 	dom := p.s.Domain(within)
 	for i := dom.Lo; i < dom.Hi; i++ {
-		if !canHost(p.s, i, r) {
+		if !canHost(p.s, i, r) || !p.apartOK(i, r) {
 			continue
 		}
 		if score, g := p.score(i, r); n < 0 || score > best {
@@ -418,10 +426,15 @@ func (p *Placer) PlaceGang(g Gang) Result {
 	pods := g.Pods
 	groups := groupPods(pods)
 	m := p.mark()
+	floor := spreadFloor(p.s, pods)
 	for lv := host; lv >= top; lv-- {
 		if lv < host && len(pods) == 1 {
 			// One pod is always on one node: nothing above the host can help.
 			break
+		}
+		if lv >= floor {
+			// Anti-affinity keeps two of the pods out of any one domain here.
+			continue
 		}
 		if lv == host {
 			n, gpu := p.bestNode(g.Within, pods)

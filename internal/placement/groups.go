@@ -77,6 +77,12 @@ func boundWith(s *cluster.State, d cluster.DomainID, groups []podGroup, capacity
 				fit = m
 			}
 		}
+		if r.nodes != nil && fit > 0 {
+			fit = min(fit, eligibleCap(s, d, podGroup{req: r, count: fit}, capacity, exactMIG))
+		}
+		if len(r.Apart) > 0 {
+			fit = apartCap(s, s.Domain(d).Level, r, fit)
+		}
 		if !capacity {
 			if r.CPUMilli > 0 {
 				if m := int(cpu / r.CPUMilli); m < fit {

@@ -158,7 +158,7 @@ func (p *Placer) PlanMIG(g Gang, mix Mix) (res Result, planned []Repartition, wa
 		if p.s.Allocate(n, a) != nil {
 			return fail()
 		}
-		p.log = append(p.log, Assignment{Pod: r.Ref, Node: n, Alloc: a})
+		p.record(r, n, a)
 		waits = true
 	}
 	return Result{Assignments: p.taken(m), Level: 0, Domain: 0}, planned, waits, true
@@ -166,7 +166,7 @@ func (p *Placer) PlanMIG(g Gang, mix Mix) (res Result, planned []Repartition, wa
 
 // fitsBesides reports whether node n could take r's CPU, memory and labels.
 func (p *Placer) fitsBesides(n int, r *PodReq) bool {
-	return p.s.Schedulable(n) && p.s.FreeCPU(n) >= r.CPUMilli && p.s.FreeMem(n) >= r.MemMiB &&
+	return p.s.Schedulable(n) && r.mayUse(n) && p.apartOK(n, r) && p.s.FreeCPU(n) >= r.CPUMilli && p.s.FreeMem(n) >= r.MemMiB &&
 		(len(r.NodeLabels) == 0 || r.NodeMatches(p.s.Node(n).Labels))
 }
 

@@ -91,14 +91,17 @@ func neverFits(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 				Message: fmt.Sprintf("no node could ever hold one pod of %s: %s", g.req.Request.String(), largestNodeText(s, g.req))}
 		}
 	}
+	if why := apartNever(s, g.Pods); why != "" {
+		return &Failure{Verdict: NeverFits, Level: levelName, Message: fmt.Sprintf("%s could never be placed: %s", shape, why)}
+	}
 	if bestCap < need {
 		where := "the cluster"
 		if top > 0 {
 			where = fmt.Sprintf("any %s", levelName)
 		}
 		return &Failure{Verdict: NeverFits, Level: levelName, Best: bestCapName, BestFits: max(bestCap, 0),
-			Message: fmt.Sprintf("%s could never hold %s: the largest %s (%s) holds %d of %d pods when empty",
-				where, shape, levelName, bestCapName, max(bestCap, 0), need)}
+			Message: fmt.Sprintf("%s could never hold %s: the largest %s (%s) holds %d of %d pods when empty%s",
+				where, shape, levelName, bestCapName, max(bestCap, 0), need, exclusions(groups))}
 	}
 	return nil
 }
@@ -128,6 +131,7 @@ func waitFree(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 			break
 		}
 	}
+	msg += exclusions(groups)
 	return &Failure{Verdict: WaitFree, Level: levelName, Best: bestName, BestFits: max(bestNow, 0), Message: msg}
 }
 
@@ -155,7 +159,7 @@ func freeText(free int64, groups []podGroup) string {
 func everFits(s *cluster.State, r *PodReq) bool {
 	for n := 0; n < s.NumNodes(); n++ {
 		node := s.Node(n)
-		if !s.Schedulable(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB || !r.NodeMatches(node.Labels) {
+		if !s.Schedulable(n) || !r.mayUse(n) || node.CPUMilli < r.CPUMilli || node.MemMiB < r.MemMiB || !r.NodeMatches(node.Labels) {
 			continue
 		}
 		if !r.NeedsGPU() {
@@ -220,8 +224,30 @@ func eligibleOnNode(s *cluster.State, n int, r *PodReq) int {
 }
 
 func largestNodeText(s *cluster.State, r *PodReq) string {
+	if r.nodes != nil {
+		// The nodes it may not use come first: they are why it never fits
+		// far more often than the size of the others.
+		why := r.Nodes.Why()
+		if r.nodes.Len() == 0 {
+			if why == "" {
+				return "no node is eligible"
+			}
+			return why
+		}
+		if why != "" {
+			return why + "; of the nodes it may use, " + sizeText(s, r)
+		}
+	}
+	return sizeText(s, r)
+}
+
+// sizeText compares r with the largest node it may use.
+func sizeText(s *cluster.State, r *PodReq) string {
 	maxGPU, maxCPU, maxMem := 0, int64(0), int64(0)
 	for n := 0; n < s.NumNodes(); n++ {
+		if !r.mayUse(n) {
+			continue
+		}
 		node := s.Node(n)
 		maxGPU = max(maxGPU, eligibleOnNode(s, n, r))
 		maxCPU = max(maxCPU, node.CPUMilli)

@@ -19,6 +19,8 @@ type PodReq struct {
 	// eligible is Request.Devices by node index: the device index sets a
 	// pod may draw from; nil when the request has no filter.
 	eligible [][][]int
+	// nodes is Request.Nodes as a set of node indices; nil: every node.
+	nodes *cluster.NodeSet
 }
 
 // Resolve turns a request into a PodReq for State s.
@@ -32,6 +34,10 @@ func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq,
 	}
 	if r.Devices != nil {
 		pr.eligible = resolveGroups(s, r.Devices)
+	}
+	if r.Nodes != nil {
+		// Memoised per layout by key: the pods of a pod set share one set.
+		pr.nodes = s.NodeSet(r.Nodes.Key, r.Nodes.Nodes)
 	}
 	return pr, unknown
 }
