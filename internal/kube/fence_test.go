@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -192,5 +195,50 @@ func TestFenceTransportRefusesWrites(t *testing.T) {
 	defer mu.Unlock()
 	if seen[http.MethodGet] != 1 || seen[http.MethodPost] != 1 || seen[http.MethodPut]+seen[http.MethodPatch]+seen[http.MethodDelete] != 0 {
 		t.Errorf("server saw %v, want one GET and one POST", seen)
+	}
+}
+
+// TestCycleWritesNothingWhileFenced: a scheduler whose Lease renewal is
+// older than the window (a leader resumed after a pause) runs no write at
+// all; once renewed it binds.
+func TestCycleWritesNothingWhileFenced(t *testing.T) {
+	clk := newFakeClock()
+	fence := NewFence(10*time.Second, clk.Now)
+	p := pod("p").gpus(1).obj()
+	client := fake.NewClientset(p)
+	calls := 0
+	bindingAPI(client, nil, &calls)
+	s, err := New(client, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Options{Fence: fence, Clock: clk.Now,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.cache.nodes.GetStore().Add(rackNode("n1", "a", 8)))
+	must(t, s.cache.pods.GetStore().Add(p))
+	writes := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			switch a.GetVerb() {
+			case "get", "list", "watch":
+			default:
+				n++
+			}
+		}
+		return n
+	}
+	fence.renewedAt(clk.Now())
+	clk.Step(31 * time.Second)
+	res, err := s.Cycle(context.Background())
+	var fe *FencedError
+	if !errors.As(err, &fe) {
+		t.Fatalf("stale leader's cycle: err %v, want a FencedError", err)
+	}
+	if res.PodsBound != 0 || writes() != 0 {
+		t.Fatalf("stale leader wrote: %d bound, %d writes %v", res.PodsBound, writes(), client.Actions())
+	}
+	fence.renewedAt(clk.Now())
+	res, err = s.Cycle(context.Background())
+	if err != nil || res.PodsBound != 1 || calls != 1 {
+		t.Fatalf("renewed leader: err %v, %d bound, %d binding writes", err, res.PodsBound, calls)
 	}
 }
