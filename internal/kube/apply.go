@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ type binder struct {
 	// (fence.go); nil without leader election.
 	fence   *Fence
 	metrics *bindMetrics
+	log     *slog.Logger // nil: no per-binding debug lines
 	// blocked remembers when a PodDisruptionBudget last refused a pod's
 	// eviction (see evictionBackoff). Used by the cycle goroutine only.
 	blocked map[types.UID]time.Time
@@ -96,6 +98,9 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	}
 	if err == nil {
 		b.metrics.results.WithLabelValues("bound").Inc()
+		if b.log != nil {
+			b.log.Debug("bound", "pod", pod.Namespace+"/"+pod.Name, "node", pb.Node)
+		}
 		return nil
 	}
 	// A failed write may have landed (its answer lost), or may be the

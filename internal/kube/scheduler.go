@@ -134,7 +134,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay, fence: opts.Fence,
-		metrics: s.metrics.binds}
+		metrics: s.metrics.binds, log: opts.Logger}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName),
 		now: opts.Clock, fence: opts.Fence}
