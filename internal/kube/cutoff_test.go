@@ -136,9 +136,9 @@ func TestCutOffGangWithoutRoomIsRolledBack(t *testing.T) {
 			}
 			client := fake.NewClientset(pods...)
 			s := &Scheduler{cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}), log: slog.New(slog.DiscardHandler),
-				binder: &binder{client: client, cache: c, now: func() time.Time { return now }, metrics: newBindMetrics()},
+				binder:   &binder{client: client, cache: c, now: func() time.Time { return now }, metrics: newBindMetrics()},
 				reporter: &reporter{now: func() time.Time { return now }},
-				cutoffs: map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}, since: now.Add(-tc.waited), err: "x"}}}
+				cutoffs:  map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}, since: now.Add(-tc.waited), err: "x"}}}
 			w, err := c.buildWorld(now)
 			must(t, err)
 			s.pinCutOffs(w)
