@@ -94,13 +94,15 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	b.cache.assume(pod, pb.Node, ann, b.now())
 	err := b.fence.Check()
 	if err == nil {
+		if b.log != nil {
+			// Every binding write is logged as it is sent: the chaos tests
+			// read these to prove a stale leader sent none.
+			b.log.Debug("binding", "pod", pod.Namespace+"/"+pod.Name, "node", pb.Node)
+		}
 		err = b.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	}
 	if err == nil {
 		b.metrics.results.WithLabelValues("bound").Inc()
-		if b.log != nil {
-			b.log.Debug("bound", "pod", pod.Namespace+"/"+pod.Name, "node", pb.Node)
-		}
 		return nil
 	}
 	// A failed write may have landed (its answer lost), or may be the
