@@ -85,6 +85,9 @@ constraint), the reason it waits, and what would let it start.`,
 func printExplanation(w io.Writer, e *kube.Explanation) {
 	fmt.Fprintf(w, "Pod:    %s/%s\n", e.Namespace, e.Pod)
 	fmt.Fprintf(w, "Job:    %s: %s, gang minimum %d, %d of %d pods bound\n", e.Job, e.Shape, e.GangMin, e.Bound, e.Pods)
+	if e.GangNote != "" {
+		fmt.Fprintf(w, "Gang:   %s\n", e.GangNote)
+	}
 	if e.Required != "" || e.Preferred != "" {
 		fmt.Fprintf(w, "Topology: required %q, preferred %q\n", e.Required, e.Preferred)
 	}

@@ -185,6 +185,23 @@ func runScheduler(o schedulerOptions) error {
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.UserAgent = "corral-scheduler"
+	// The leader elector renews the Lease through a client of its own; the
+	// scheduler's client refuses every write while the fence is closed
+	// (internal/kube/fence.go): writes stop RenewDeadline after the last
+	// successful renewal, before another replica may take the Lease.
+	electionClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var fence *kube.Fence
+	if o.leaderElect {
+		if o.renewDeadline <= 0 || o.renewDeadline >= o.leaseDuration {
+			return fmt.Errorf("--leader-elect-renew-deadline %s must be positive and below the lease duration %s", o.renewDeadline, o.leaseDuration)
+		}
+		fence = kube.NewFence(o.renewDeadline, nil)
+		cfg = rest.CopyConfig(cfg)
+		cfg.Wrap(fence.WrapTransport)
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -198,7 +215,7 @@ func runScheduler(o schedulerOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	opts.Logger, opts.Registry = log, reg
+	opts.Logger, opts.Registry, opts.Fence = log, reg, fence
 	sched, err := kube.New(client, dyn, opts)
 	if err != nil {
 		return err
@@ -211,9 +228,9 @@ func runScheduler(o schedulerOptions) error {
 	go func() { serveErr <- kube.Serve(ctx, o.metricsAddr, o.healthAddr, reg, ready) }()
 
 	le := kube.LeaderElection{Enabled: o.leaderElect, Namespace: o.leaseNS, LeaseName: o.leaseName, Identity: o.leaseID,
-		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod}
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod, Fence: fence}
 	var runErr error
-	err = kube.RunElected(ctx, client, le, log, func(ctx context.Context) {
+	err = kube.RunElected(ctx, electionClient, le, log, func(ctx context.Context) {
 		leading.Store(true)
 		runErr = sched.Run(ctx)
 	})

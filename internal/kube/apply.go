@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -28,6 +29,11 @@ type binder struct {
 	cache  *Cache
 	now    func() time.Time
 	delay  time.Duration
+	// fence closes every write when the Lease is not provably held
+	// (fence.go); nil without leader election.
+	fence   *Fence
+	metrics *bindMetrics
+	log     *slog.Logger // nil: no per-binding debug lines
 	// blocked remembers when a PodDisruptionBudget last refused a pod's
 	// eviction (see evictionBackoff). Used by the cycle goroutine only.
 	blocked map[types.UID]time.Time
@@ -85,9 +91,23 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 	}
 	// Assume first: a cycle that starts while the call is in flight must
 	// already count the pod as placed.
-	b.cache.assume(string(pod.UID), pb.Node, ann, b.now())
-	if err := b.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
-		b.cache.forget(string(pod.UID))
+	b.cache.assume(pod, pb.Node, ann, b.now())
+	err := b.fence.Check()
+	if err == nil {
+		if b.log != nil {
+			// Every binding write is logged as it is sent: the chaos tests
+			// read these to prove a stale leader sent none.
+			b.log.Debug("binding", "pod", pod.Namespace+"/"+pod.Name, "node", pb.Node)
+		}
+		err = b.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
+	}
+	if err == nil {
+		b.metrics.results.WithLabelValues("bound").Inc()
+		return nil
+	}
+	// A failed write may have landed (its answer lost), or may be the
+	// retry of one that did: settle asks the API server, not the informer.
+	if err := b.settle(ctx, pod, pb.Node, err); err != nil {
 		return fmt.Errorf("binding to %s: %w", pb.Node, err)
 	}
 	return nil
@@ -109,6 +129,9 @@ func (w *world) claimPlans(podUID string) []claimPlan {
 // are reserved first, so two partitions of one GPU chosen in one cycle are
 // never both allocated.
 func (b *binder) allocateClaims(ctx context.Context, w *world, pod *corev1.Pod, pb engine.PodBind, plans []claimPlan) error {
+	if err := b.fence.Check(); err != nil {
+		return err
+	}
 	if err := w.dra.reserve(pb.Node, pb.Devices); err != nil {
 		return err
 	}

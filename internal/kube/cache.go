@@ -75,7 +75,18 @@ type assumedPod struct {
 	node        string
 	annotations map[string]string
 	at          time.Time
+	// namespace and name let a doubted binding be read back.
+	namespace, name string
+	// doubt: the binding's write failed in a way that leaves its fate
+	// unknown (a timeout, a lost connection), or the informer has not
+	// shown it for a long time. The pod is still counted as bound, so
+	// that nothing is placed on its devices, until the API server says
+	// otherwise (binder.settleDoubts).
+	doubt bool
 }
+
+// doubtful names a binding to read back.
+type doubtful struct{ uid, namespace, name, node string }
 
 // NewCache sets up informers; Start runs them.
 func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterConfig) (*Cache, error) {
@@ -173,10 +184,44 @@ func (c *Cache) Woken() <-chan struct{} { return c.wake }
 
 // assume records a binding this process made, so that the next snapshot
 // counts the pod as bound before the informer shows it.
-func (c *Cache) assume(uid, node string, annotations map[string]string, now time.Time) {
+func (c *Cache) assume(p *corev1.Pod, node string, annotations map[string]string, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.assumed[uid] = assumedPod{node: node, annotations: annotations, at: now}
+	c.assumed[string(p.UID)] = assumedPod{node: node, annotations: annotations, at: now, namespace: p.Namespace, name: p.Name}
+}
+
+// doubt marks an assumed binding whose fate is unknown.
+func (c *Cache) doubt(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.assumed[uid]; ok {
+		a.doubt = true
+		c.assumed[uid] = a
+	}
+}
+
+// confirm clears a doubt: the API server showed the binding.
+func (c *Cache) confirm(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.assumed[uid]; ok {
+		a.doubt = false
+		c.assumed[uid] = a
+	}
+}
+
+// doubts lists the assumed bindings to read back, in UID order.
+func (c *Cache) doubts() []doubtful {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []doubtful
+	for uid, a := range c.assumed {
+		if a.doubt && a.name != "" {
+			out = append(out, doubtful{uid: uid, namespace: a.namespace, name: a.name, node: a.node})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
+	return out
 }
 
 // forget drops an assumption (the binding failed).
@@ -187,8 +232,10 @@ func (c *Cache) forget(uid string) {
 }
 
 // assumedNow returns the assumptions still needed: a pod whose informer copy
-// is bound, or gone, no longer needs one; nor does one older than a minute
-// (the binding's fate is in the informer by then).
+// is bound, or gone, no longer needs one. One the informer has not shown
+// bound for a minute is not dropped but doubted: its informer may be cut
+// off from a restarted API server, and dropping it would free devices the
+// pod may hold; the next cycle reads it back (binder.settleDoubts).
 func (c *Cache) assumedNow(pods []*corev1.Pod, now time.Time) map[string]assumedPod {
 	byUID := map[string]*corev1.Pod{}
 	for _, p := range pods {
@@ -199,9 +246,13 @@ func (c *Cache) assumedNow(pods []*corev1.Pod, now time.Time) map[string]assumed
 	out := map[string]assumedPod{}
 	for uid, a := range c.assumed {
 		p, ok := byUID[uid]
-		if !ok || p.Spec.NodeName != "" || now.Sub(a.at) > time.Minute {
+		if !ok || p.Spec.NodeName != "" {
 			delete(c.assumed, uid)
 			continue
+		}
+		if now.Sub(a.at) > time.Minute && !a.doubt {
+			a.doubt = true
+			c.assumed[uid] = a
 		}
 		out[uid] = a
 	}

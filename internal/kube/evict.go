@@ -206,6 +206,9 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 // DisruptionTarget condition with the message when there is one. A pod
 // already gone is not an error.
 func (b *binder) evictPod(ctx context.Context, p *corev1.Pod, conditionMessage string) error {
+	if err := b.fence.Check(); err != nil {
+		return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+	}
 	if conditionMessage != "" {
 		if err := b.disruptionTarget(ctx, p, conditionMessage); err != nil {
 			return fmt.Errorf("%s/%s: DisruptionTarget condition: %w", p.Namespace, p.Name, err)

@@ -20,6 +20,8 @@ type Explanation struct {
 	Pods      int    `json:"pods"`
 	Bound     int    `json:"bound"`
 	GangMin   int    `json:"gangMin"`
+	// GangNote says why GangMin is below the declared minimum, if it is.
+	GangNote  string `json:"gangNote,omitempty"`
 	Shape     string `json:"shape"`
 	Required  string `json:"requiredLevel,omitempty"`
 	Preferred string `json:"preferredLevel,omitempty"`
@@ -58,7 +60,7 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		return nil, fmt.Errorf("pod %s/%s is not a pending or running pod of scheduler %q", namespace, pod, s.opts.SchedulerName)
 	}
 	e := &Explanation{Namespace: namespace, Pod: pod, Job: kj.key, Pods: len(kj.refs), Bound: len(kj.bound),
-		GangMin: kj.job.GangMin(), Required: kj.job.Topology.Required, Preferred: kj.job.Topology.Preferred}
+		GangMin: gangMinimum(kj), GangNote: kj.capped, Required: kj.job.Topology.Required, Preferred: kj.job.Topology.Preferred}
 	var shapes []string
 	for _, ps := range kj.job.PodSets {
 		shapes = append(shapes, fmt.Sprintf("%d×[%s]", ps.Count, ps.Request.String()))

@@ -53,6 +53,8 @@ type kjob struct {
 	// refused says why the job may not enter the queue it names (or has
 	// no queue); such a job is never placed.
 	refused *refusal
+	// capped says why the gang minimum is below the declared one (gangmin.go).
+	capped string
 }
 
 // pending reports whether some pod still waits for a node.
@@ -173,11 +175,11 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	}
 
 	// The gang minimum and topology: annotations win over what the owner says.
-	minMembers := 0
+	minMembers, canExist := 0, -1
 	switch kind {
 	case "Job":
 		if par, ok := groups.jobParallelism(first.Namespace, name); ok {
-			minMembers = par
+			minMembers, canExist = par, par
 		}
 	case "PodGroup":
 		kj.group = name
@@ -203,6 +205,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			minMembers = n
 		}
 	}
+	minMembers, kj.capped = capGangMin(minMembers, canExist, kind, name)
 	j.MinMembers = minMembers
 	if v := ann[v1alpha1.AnnotationRequiredTopology]; v != "" {
 		j.Topology.Required = v
@@ -245,7 +248,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		return kj
 	}
 	if minMembers > len(members) && kj.waiting == "" {
-		kj.waiting = fmt.Sprintf("gang waits for its pods: %d of %d exist", len(members), minMembers)
+		kj.waiting = gangWaitMessage(len(members), minMembers)
 	}
 	return kj
 }

@@ -26,6 +26,10 @@ type LeaderElection struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
+	// Fence, when set, learns every successful renewal (fence.go); give
+	// the same one to the Scheduler so that it writes only while the
+	// Lease is provably held.
+	Fence *Fence
 }
 
 // RunElected runs fn while this process holds the Lease; with election
@@ -47,9 +51,13 @@ func RunElected(ctx context.Context, client kubernetes.Interface, le LeaderElect
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
+	var rl resourcelock.Interface = lock
+	if le.Fence != nil {
+		rl = fencedLock{Interface: lock, fence: le.Fence}
+	}
 	lost := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            rl,
 		LeaseDuration:   le.LeaseDuration,
 		RenewDeadline:   le.RenewDeadline,
 		RetryPeriod:     le.RetryPeriod,
@@ -61,6 +69,9 @@ func RunElected(ctx context.Context, client kubernetes.Interface, le LeaderElect
 				fn(ctx)
 			},
 			OnStoppedLeading: func() {
+				if le.Fence != nil {
+					le.Fence.close()
+				}
 				log.Info("stopped leading", "identity", id)
 				close(lost)
 			},

@@ -1,9 +1,8 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
@@ -51,6 +51,9 @@ type Options struct {
 	// hold capacity for classes of jobs (docs/backfill.md).
 	Backfill engine.BackfillConfig
 	Pools    []cycle.Pool
+	// Fence, shared with RunElected, lets the scheduler write only while
+	// its Lease is provably held (fence.go); nil without leader election.
+	Fence *Fence
 }
 
 // Scheduler drives the engine against a cluster.
@@ -70,6 +73,12 @@ type Scheduler struct {
 	health     *healthState
 	// runtimes learns completed runtimes for estimates (history.go).
 	runtimes runtimeHistory
+	// cutoffs are gangs whose binding stopped part-way (cutoff.go). Used
+	// by the cycle goroutine, and by bind workers under the cycle's lock.
+	cutoffs map[workload.JobID]cutOff
+	// wasFenced: the last cycle wrote nothing for want of the Lease (logs
+	// say so once per episode).
+	wasFenced bool
 }
 
 // CycleResult summarises one cycle, for logs and tests.
@@ -123,10 +132,11 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
-	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
+	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay, fence: opts.Fence,
+		metrics: s.metrics.binds, log: opts.Logger}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName),
-		now: opts.Clock}
+		now: opts.Clock, fence: opts.Fence}
 	return s, nil
 }
 
@@ -146,9 +156,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer ticker.Stop()
 	for {
 		res, err := s.safeCycle(ctx)
+		var fenced *FencedError
 		switch {
+		case errors.As(err, &fenced):
+			if !s.wasFenced {
+				s.log.Warn("writing nothing until the Lease is renewed", "err", err)
+			}
+			s.wasFenced = true
 		case err != nil:
 			s.log.Error("cycle failed", "err", err)
+		case s.wasFenced:
+			s.wasFenced = false
+			s.log.Info("the Lease is held again; writing")
 		case res.PodsBound > 0 || res.PodsEvicted > 0 || len(res.BindErrors) > 0 || len(res.EvictErrors) > 0:
 			s.log.Info("cycle", "bound", res.PodsBound, "evicted", res.PodsEvicted, "pending_jobs", res.PendingJobs,
 				"bind_errors", len(res.BindErrors), "evict_errors", len(res.EvictErrors))
@@ -195,12 +214,33 @@ func (s *Scheduler) complete(w *world, now time.Time) {
 	s.runtimes.track(w, w.pods)
 	w.snap.Runtimes = &s.runtimes.hist
 	w.snap.Pools = s.opts.Pools
+	s.pinCutOffs(w) // cutoff.go
+}
+
+// fenced checks the fence before a batch of writes and counts a closed one.
+func (s *Scheduler) fenced() error {
+	err := s.opts.Fence.Check()
+	if err != nil {
+		s.metrics.fencedCycles.Inc()
+	}
+	return err
 }
 
 // Cycle runs one scheduling cycle: snapshot, engine, bindings, reasons.
 func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	var res CycleResult
+	// Fencing (fence.go): a cycle whose writes could outlive the Lease
+	// writes nothing. Checked before each batch of writes, and every
+	// write's context ends when the fence closes.
+	if err := s.fenced(); err != nil {
+		return res, err
+	}
+	ctx, cancel := s.opts.Fence.Bound(ctx)
+	defer cancel()
 	start := s.opts.Clock()
+	// Bindings whose fate a failed write left unknown are read back from
+	// the API server before the snapshot counts them (bindresult.go).
+	s.binder.settleDoubts(ctx)
 	w, err := s.cache.buildWorld(start)
 	if err != nil {
 		return res, err
@@ -208,6 +248,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	s.complete(w, start)
 	for _, msg := range w.warnings {
 		s.log.Debug("snapshot", "warning", msg)
+	}
+	if err := s.fenced(); err != nil {
+		return res, err
 	}
 	if err := s.reporter.topologyStatus(ctx, s.cache, w); err != nil {
 		s.log.Warn("Topology status", "err", err)
@@ -223,6 +266,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	held := s.holdPreemptors(w, start)
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+	if err := s.fenced(); err != nil {
+		return res, err
+	}
 
 	s.remediate(ctx, w, plan) // health.go: failure evictions, events, repair reports
 
@@ -291,6 +337,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 				if len(pb.Devices) > 0 {
 					detail = fmt.Sprintf(" (GPUs %v, %s %s)", pb.Devices, gb.Level, gb.Domain)
 				}
+				if kj.capped != "" {
+					detail += "; " + kj.capped
+				}
 				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
 			}
 			s.metrics.podsBound.Add(float64(n))
@@ -300,10 +349,14 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			if err != nil {
 				res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
 				s.metrics.bindErrors.Inc()
+				if kj != nil && (n > 0 || len(kj.bound) > 0) {
+					s.recordCutOff(gb, start, err) // cutoff.go
+				}
 			}
 		}(gb)
 	}
 	wg.Wait()
+	res.PodsEvicted += s.finishCutOffs(ctx, w, plan, start)
 	for job, victims := range held {
 		kj := w.byID[job]
 		if kj == nil {
@@ -427,6 +480,8 @@ type metrics struct {
 	podsBound    prometheus.Counter
 	bindErrors   prometheus.Counter
 	cyclePanics  prometheus.Counter
+	fencedCycles prometheus.Counter
+	binds        *bindMetrics
 	queue        *queueMetrics
 }
 
@@ -439,10 +494,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		podsBound:   prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_pods_bound_total", Help: "Pods bound."}),
 		bindErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_binding_errors_total", Help: "Gangs whose binding failed part-way."}),
 		cyclePanics: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_cycle_panics_total", Help: "Cycles that panicked (a bug: see the log)."}),
-		queue:       newQueueMetrics(),
+		fencedCycles: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_fenced_cycles_total",
+			Help: "Cycles stopped before a batch of writes because the Lease was not provably held."}),
+		binds: newBindMetrics(),
+		queue: newQueueMetrics(),
 	}
 	if reg != nil {
-		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics)
+		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics, m.fencedCycles)
+		reg.MustRegister(m.binds.collectors()...)
 		reg.MustRegister(m.queue.collectors()...)
 	}
 	return m

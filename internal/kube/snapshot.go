@@ -161,6 +161,9 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 		if p.Spec.NodeName != "" || p.Spec.SchedulerName != c.cfg.schedulerName || terminal(p) {
 			continue
 		}
+		if _, inFlight := assumed[string(p.UID)]; inFlight {
+			continue // bound by this process already; the informer lags: never bind twice
+		}
 		if node, ok := reservedNode(p, lk); ok {
 			if _, known := state.NodeIndex(node); known {
 				w.resume = append(w.resume, resumeBind{pod: p, node: node})

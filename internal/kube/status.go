@@ -50,6 +50,7 @@ type reporter struct {
 	dynamic  dynamic.Interface
 	recorder events.EventRecorder
 	now      func() time.Time
+	fence    *Fence // status that changes scheduling is written only while the Lease is held
 	// written remembers when each waiting pod's condition was last written,
 	// so that a message whose numbers change every cycle (free GPUs in the
 	// best rack) is refreshed at most every refreshAfter. Used by the cycle
@@ -61,8 +62,12 @@ type reporter struct {
 // rewritten with new numbers.
 const refreshAfter = 30 * time.Second
 
-// pending marks every unbound pod of a job with why it waits.
+// pending marks every unbound pod of a job with why it waits; a gang whose
+// minimum was capped says so too (gangmin.go).
 func (r *reporter) pending(ctx context.Context, kj *kjob, reason, message string) error {
+	if kj.capped != "" {
+		message += "; " + kj.capped
+	}
 	for _, ref := range kj.refs {
 		if _, bound := kj.bound[ref]; bound {
 			continue
@@ -70,6 +75,9 @@ func (r *reporter) pending(ctx context.Context, kj *kjob, reason, message string
 		p := kj.pods[ref]
 		if hasCondition(p, reason, message) {
 			continue
+		}
+		if err := r.fence.Check(); err != nil {
+			return err
 		}
 		if last, ok := r.written[p.UID]; ok && sameReason(p, reason, message) && r.now().Sub(last) < refreshAfter {
 			continue
@@ -177,6 +185,9 @@ func (r *reporter) podGroupStatus(ctx context.Context, c *Cache, namespace, name
 		Message: message, ObservedGeneration: u.GetGeneration()})
 	if !changed {
 		return nil
+	}
+	if err := r.fence.Check(); err != nil {
+		return err
 	}
 	b, _ := json.Marshal(conds)
 	var raw []any

@@ -158,6 +158,10 @@ type Cluster struct {
 	procs map[string]*process // by component name
 	order []string            // start order
 
+	// apiArgs and adminToken restart kube-apiserver as it was (chaos.go).
+	apiArgs    []string
+	adminToken string
+
 	stopOnce sync.Once
 }
 
@@ -603,6 +607,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, tokens map[string]string) 
 		}, pool)
 		if lastErr == nil {
 			c.Host = host
+			c.apiArgs, c.adminToken = args, tokens[AdminUser]
 			return nil
 		}
 		if lastMsg != "" {

@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// cacheWith is a Cache whose informer stores hold objs and a one-level
+// Topology (rack, label corral.dev/rack); the informers never run.
+func cacheWith(t *testing.T, objs ...runtime.Object) *Cache {
+	t.Helper()
+	client := fake.NewClientset()
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "corral.dev/v1alpha1",
+		APIResources: []metav1.APIResource{{Name: "topologies", Kind: "Topology"}}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{topologyGVR: "TopologyList"})
+	c, err := NewCache(client, dyn, testCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.topologies == nil {
+		t.Fatal("the fake discovery does not serve Topology")
+	}
+	topo := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "corral.dev/v1alpha1", "kind": "Topology",
+		"metadata": map[string]any{"name": "default"},
+		"spec":     map[string]any{"levels": []any{map[string]any{"name": "rack", "nodeLabel": "corral.dev/rack"}}}}}
+	must(t, c.topologies.GetStore().Add(topo))
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.Node:
+			must(t, c.nodes.GetStore().Add(o))
+		case *corev1.Pod:
+			must(t, c.pods.GetStore().Add(o))
+		}
+	}
+	return c
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rackNode(name, rack string, gpus int64) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"corral.dev/rack": rack, v1alpha1.LabelGPUModel: "H100"}},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+				"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI)},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
+
+// TestCutOffGangJoinsItsPeers: the missing member of a gang cut off
+// mid-bind is placed in the rack the engine chose for the whole gang, even
+// where a node of another rack fits it better on its own.
+func TestCutOffGangJoinsItsPeers(t *testing.T) {
+	member := func(name string) *podB {
+		return pod(name).gpus(8).ann(v1alpha1.AnnotationGang, "g")
+	}
+	objs := []runtime.Object{
+		rackNode("a-0", "a", 8), rackNode("a-1", "a", 8), rackNode("a-2", "a", 16), rackNode("b-0", "b", 8),
+		member("g-0").boundTo("a-0").obj(), member("g-1").boundTo("a-1").obj(), member("g-2").obj(),
+		// Other work holds 4 GPUs of a-2: b-0 is the tighter fit for one
+		// 8-GPU pod on its own.
+		pod("other").gpus(4).ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3").boundTo("a-2").obj(),
+	}
+	place := func(cut bool) string {
+		c := cacheWith(t, objs...)
+		s := &Scheduler{cache: c, engine: engine.New(engine.Config{Policy: engine.Corral})}
+		w, err := c.buildWorld(time.Unix(2000, 0))
+		must(t, err)
+		if cut {
+			s.cutoffs = map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}, since: time.Unix(1990, 0), err: "x"}}
+		}
+		s.pinCutOffs(w)
+		plan := s.engine.Cycle(w.snap)
+		for _, gb := range plan.Binds {
+			if gb.Job == "gang/ns/g" && len(gb.Pods) == 1 {
+				return gb.Pods[0].Node
+			}
+		}
+		t.Fatalf("cut=%v: the missing member was not placed: %+v", cut, plan.Pending)
+		return ""
+	}
+	if got := place(false); got != "b-0" {
+		t.Fatalf("the scenario needs b-0 to be the better fit on its own; the engine chose %s", got)
+	}
+	if got := place(true); got != "a-2" {
+		t.Errorf("cut-off gang's missing member placed on %s, want a-2 beside its peers in rack a", got)
+	}
+}
+
+// TestCutOffGangWithoutRoomIsRolledBack: when the rack of a cut-off gang
+// has no room left for its missing member, the bound pods are evicted
+// through the Eviction API once cutOffPatience has passed, not before.
+func TestCutOffGangWithoutRoomIsRolledBack(t *testing.T) {
+	member := func(name string) *podB {
+		return pod(name).gpus(8).ann(v1alpha1.AnnotationGang, "g")
+	}
+	objs := []runtime.Object{
+		rackNode("a-0", "a", 8), rackNode("a-1", "a", 8), rackNode("b-0", "b", 8),
+		member("g-0").boundTo("a-0").obj(), member("g-1").boundTo("a-1").obj(), member("g-2").obj(),
+	}
+	for _, tc := range []struct {
+		name    string
+		waited  time.Duration
+		evicted int
+	}{{"within its patience", cutOffPatience / 2, 0}, {"past its patience", cutOffPatience + time.Second, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(2000, 0)
+			c := cacheWith(t, objs...)
+			var pods []runtime.Object
+			for _, o := range objs {
+				if p, ok := o.(*corev1.Pod); ok {
+					pods = append(pods, p)
+				}
+			}
+			client := fake.NewClientset(pods...)
+			s := &Scheduler{cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}), log: slog.New(slog.DiscardHandler),
+				binder:   &binder{client: client, cache: c, now: func() time.Time { return now }, metrics: newBindMetrics()},
+				reporter: &reporter{now: func() time.Time { return now }},
+				cutoffs:  map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}, since: now.Add(-tc.waited), err: "x"}}}
+			w, err := c.buildWorld(now)
+			must(t, err)
+			s.pinCutOffs(w)
+			plan := s.engine.Cycle(w.snap)
+			if len(plan.Binds) != 0 {
+				t.Fatalf("the missing member was placed outside its rack: %+v", plan.Binds)
+			}
+			if n := s.finishCutOffs(context.Background(), w, plan, now); n != tc.evicted {
+				t.Errorf("evicted %d, want %d", n, tc.evicted)
+			}
+			evictions := 0
+			for _, a := range client.Actions() {
+				if a.GetVerb() == "create" && a.GetSubresource() == "eviction" {
+					evictions++
+				}
+			}
+			if evictions != tc.evicted {
+				t.Errorf("%d Eviction API calls, want %d", evictions, tc.evicted)
+			}
+			if _, kept := s.cutoffs["gang/ns/g"]; kept == (tc.evicted > 0) {
+				t.Errorf("cut-off record kept=%v after evicting %d", kept, tc.evicted)
+			}
+		})
+	}
+}
