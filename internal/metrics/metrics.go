@@ -49,6 +49,9 @@ type Summary struct {
 	// all started within the rendezvous timeout: they freed the pods they
 	// held and were submitted again (replay).
 	RendezvousFailures int `json:"rendezvous_failures"`
+	// JobsGaveUp counts jobs whose controller gave up after their rendezvous
+	// failed more than a Job's default backoffLimit (6) times (replay).
+	JobsGaveUp int `json:"jobs_gave_up"`
 
 	// Evictions and restarts (preemption, reclaim, failures).
 	// Evictions counts eviction decisions carried out; JobsRestarted the

@@ -5,6 +5,7 @@ import (
 
 	"container/heap"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -72,14 +73,17 @@ func (q *eventQueue) Pop() any {
 
 // jobRun is the simulator's record of one job.
 type jobRun struct {
-	job      Job
-	bound    map[workload.PodRef]engine.PodBind
-	started  bool
-	start    time.Time
-	finished bool
-	end      time.Time
-	rejected bool
-	partial  bool // ever held pods without reaching its gang minimum
+	job Job
+	// rendezvousFails counts the job's failed rendezvous; past
+	// rendezvousBackoffLimit its controller gives up (rejected).
+	rendezvousFails int
+	bound           map[workload.PodRef]engine.PodBind
+	started         bool
+	start           time.Time
+	finished        bool
+	end             time.Time
+	rejected        bool
+	partial         bool // ever held pods without reaching its gang minimum
 
 	// Runs: a job evicted before it ends goes back to pending and restarts.
 	epoch    int           // current run, bumped at every eviction
@@ -302,7 +306,7 @@ func (r *replay) pushAt(at time.Time, kind eventKind, job, node, dev int) {
 // whether the job failed.
 func (r *replay) rendezvousTimeout(i int, now time.Time) bool {
 	jr := r.jobs[i]
-	if jr.started || jr.paused || jr.finished || len(jr.bound) == 0 || jr.partialSince.IsZero() ||
+	if jr.started || jr.paused || jr.finished || jr.rejected || len(jr.bound) == 0 || jr.partialSince.IsZero() ||
 		now.Before(jr.partialSince.Add(r.cfg.Rendezvous)) {
 		return false // started, gave its pods back, or a later rendezvous
 	}
@@ -311,8 +315,23 @@ func (r *replay) rendezvousTimeout(i int, now time.Time) bool {
 	}
 	jr.partialSince = time.Time{}
 	r.res.Summary.RendezvousFailures++
+	if jr.rendezvousFails++; jr.rendezvousFails > rendezvousBackoffLimit {
+		// The Job controller stops after backoffLimit retries; without this a
+		// job that a pod-by-pod policy can never start whole is resubmitted
+		// forever and the run never ends.
+		jr.rejected = true
+		r.pending = slices.DeleteFunc(r.pending, func(j int) bool { return j == i })
+		r.res.Summary.JobsGaveUp++
+		r.rej = append(r.rej, Rejection{Job: jr.job.ID, Source: jr.job.Source,
+			Reason: fmt.Sprintf("gave up: its rendezvous failed %d times, past the Job backoffLimit of %d",
+				jr.rendezvousFails, rendezvousBackoffLimit)})
+	}
 	return true
 }
+
+// rendezvousBackoffLimit is batch/v1 Job's default spec.backoffLimit: a job
+// whose rendezvous fails more often than this is failed for good.
+const rendezvousBackoffLimit = 6
 
 // advance integrates utilisation and partial-gang idle time up to now.
 func (r *replay) advance(now time.Time) {

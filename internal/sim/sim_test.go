@@ -59,8 +59,10 @@ func TestReplayIsDeterministic(t *testing.T) {
 			if diff := cmp.Diff(a, b); diff != "" {
 				t.Errorf("two runs differ (-first +second):\n%s", diff)
 			}
-			if a.Summary.JobsCompleted != 60 {
-				t.Errorf("%d of 60 jobs completed", a.Summary.JobsCompleted)
+			// Pod-by-pod policies may start part of a gang whose rendezvous
+			// then fails until its controller gives up; every job still ends.
+			if s := a.Summary; s.JobsCompleted+s.JobsGaveUp != 60 {
+				t.Errorf("%d of 60 jobs completed, %d gave up", s.JobsCompleted, s.JobsGaveUp)
 			}
 		})
 	}

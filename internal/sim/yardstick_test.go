@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +96,7 @@ func TestSpreadAndBinpackDiffer(t *testing.T) {
 func TestRendezvousTimeoutFreesAPartlyStartedJob(t *testing.T) {
 	in := Input{ClusterName: "two", Nodes: build.Node().Name("n").Times(2)}
 	in.Jobs = []Job{
-		job(build.Job("blocker").GPUs(8).Obj(), 2*time.Hour),
+		job(build.Job("blocker").GPUs(8).Obj(), time.Hour),
 		job(build.Job("pair").Pods(2).GPUs(8).Submit(1).Obj(), time.Hour),
 	}
 	cases := map[string]struct {
@@ -131,9 +132,32 @@ func TestRendezvousTimeoutFreesAPartlyStartedJob(t *testing.T) {
 	// The timeout must free the GPUs: with it, the pair is resubmitted and
 	// retaken each time (pod by pod nothing stops that), but each hold ends:
 	// from its submission at 1 s, every 10 minutes until the blocker ends
-	// at 2 h.
+	// at 1 h.
 	res, _, _ := Run(in, Config{Policy: "kube", Protocol: Replay, Clock: fakeClock()})
-	if want := int((2*time.Hour - time.Second) / DefaultRendezvous); res.Summary.RendezvousFailures != want {
-		t.Errorf("%d rendezvous failures in the blocker's 2 hours, want %d", res.Summary.RendezvousFailures, want)
+	if want := int((time.Hour - time.Second) / DefaultRendezvous); res.Summary.RendezvousFailures != want {
+		t.Errorf("%d rendezvous failures in the blocker's hour, want %d", res.Summary.RendezvousFailures, want)
+	}
+}
+
+// TestRendezvousGivesUpAfterBackoffLimit: a job whose rendezvous keeps
+// failing is given up after the Job's default backoffLimit, as its
+// controller does, so the run ends instead of resubmitting it forever.
+func TestRendezvousGivesUpAfterBackoffLimit(t *testing.T) {
+	in := Input{ClusterName: "two", Nodes: build.Node().Name("n").Times(2)}
+	in.Jobs = []Job{
+		job(build.Job("blocker").GPUs(8).Obj(), 3*time.Hour),
+		job(build.Job("pair").Pods(2).GPUs(8).Submit(1).Obj(), time.Hour),
+	}
+	res, rej, err := Run(in, Config{Policy: "kube", Protocol: Replay, Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if s.RendezvousFailures != rendezvousBackoffLimit+1 || s.JobsGaveUp != 1 || s.JobsCompleted != 1 {
+		t.Errorf("%d rendezvous failures, %d gave up, %d completed; want %d, 1, 1",
+			s.RendezvousFailures, s.JobsGaveUp, s.JobsCompleted, rendezvousBackoffLimit+1)
+	}
+	if len(rej) != 1 || rej[0].Job != "pair" || !strings.Contains(rej[0].Reason, "backoffLimit") {
+		t.Errorf("rejections %+v, want the pair with its backoffLimit reason", rej)
 	}
 }
