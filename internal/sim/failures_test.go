@@ -76,8 +76,10 @@ func TestFailureInjection(t *testing.T) {
 			if s.Failures == 0 || s.JobsRestarted == 0 || s.FailureLostGPUHours <= 0 {
 				t.Errorf("failures %d, restarts %d, lost %.1f GPU-h: the failures hit nothing", s.Failures, s.JobsRestarted, s.FailureLostGPUHours)
 			}
-			if s.JobsCompleted != 60 {
-				t.Errorf("%d of 60 jobs completed (never fit %d, pending %d)", s.JobsCompleted, s.JobsNeverFit, s.JobsStillPending)
+			// A pod-by-pod policy's partly started gangs may be given up
+			// after repeated rendezvous failures; every job still ends.
+			if s.JobsCompleted+s.JobsGaveUp != 60 {
+				t.Errorf("%d of 60 jobs completed, %d gave up (never fit %d, pending %d)", s.JobsCompleted, s.JobsGaveUp, s.JobsNeverFit, s.JobsStillPending)
 			}
 			if s.GoodputPct <= 0 || s.GoodputPct > 100 {
 				t.Errorf("goodput %.1f%%", s.GoodputPct)
