@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/version"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -122,7 +123,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		return nil, err
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
-		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
+		log: opts.Logger, metrics: newMetrics(opts.Registry, opts.Clock()), health: newHealthState(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	s.reporter = &reporter{client: client, dynamic: dyn, recorder: s.events.NewRecorder(scheme.Scheme, opts.SchedulerName),
@@ -417,6 +418,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
 	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
 	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
+	s.metrics.ops.observe(w, plan, held) // opsmetrics.go
 	return res, nil
 }
 
@@ -428,9 +430,12 @@ type metrics struct {
 	bindErrors   prometheus.Counter
 	cyclePanics  prometheus.Counter
 	queue        *queueMetrics
+	ops          *opsMetrics
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the scheduler's metrics and registers them on reg (nil:
+// not registered); start is when the scheduler started (opsmetrics.go).
+func newMetrics(reg prometheus.Registerer, start time.Time) *metrics {
 	m := &metrics{
 		cycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "corral_cycle_duration_seconds",
 			Help: "Time of one scheduling cycle (snapshot, engine, bindings).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
@@ -440,10 +445,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		bindErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_binding_errors_total", Help: "Gangs whose binding failed part-way."}),
 		cyclePanics: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_cycle_panics_total", Help: "Cycles that panicked (a bug: see the log)."}),
 		queue:       newQueueMetrics(),
+		ops:         newOpsMetrics(start),
 	}
+	m.ops.setBuildInfo(version.Get())
 	if reg != nil {
 		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics)
 		reg.MustRegister(m.queue.collectors()...)
+		reg.MustRegister(m.ops.collectors()...)
 	}
 	return m
 }
