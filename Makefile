@@ -2,13 +2,18 @@
 GO      ?= go
 PKGS    := $(shell $(GO) list ./... 2>/dev/null | grep -v /test/integration)
 FUZZTIME ?= 10s
+# The release a build says it is (corral version, corral_build_info, reports):
+# the nearest tag, e.g. v0.2.0 or v0.2.0-3-gabc1234, "-dirty" with local edits.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/corral-dev/corral/internal/version.version=$(VERSION)
 
 .PHONY: all build sim test lint unit integration fuzz bench help
 
 all: build
 
-build: ## Build bin/corral
-	$(GO) build -o bin/corral ./cmd/corral
+build: ## Build bin/corral (and bin/kubectl-corral, the kubectl plugin name), stamped with VERSION
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/corral ./cmd/corral
+	ln -sf corral bin/kubectl-corral
 
 sim: ## Run the embedded default simulation
 	$(GO) run ./cmd/corral sim
@@ -65,6 +70,12 @@ verify-generate: controller-gen ## Fail if the generated code or CRDs are stale 
 	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config="$$tmp/crds" && \
 	{ diff -ru deploy/crds "$$tmp/crds" || { echo "deploy/crds: stale CRDs: run make generate"; exit 1; }; } && \
 	echo "generated files are up to date"
+
+# ---------------------------------------------------------------- dashboard
+.PHONY: dashboard
+
+dashboard: ## Regenerate the Grafana dashboard (deploy/dashboards, charts/corral/dashboards) from internal/dashboard
+	$(GO) run ./hack/dashboard
 
 # ---------------------------------------------------------------- local cluster
 .PHONY: dev-cluster
