@@ -39,7 +39,7 @@ func (b *podB) scheduledAt(t time.Time) *podB {
 	return b
 }
 func (b *podB) phase(p corev1.PodPhase) *podB { b.p.Status.Phase = p; return b }
-func (b *podB) queue(q string) *podB         { b.p.Labels[v1alpha1.LabelQueue] = q; return b }
+func (b *podB) queue(q string) *podB          { b.p.Labels[v1alpha1.LabelQueue] = q; return b }
 
 // opsWorld is a world of two 8-GPU nodes and the given pods, built the way
 // buildWorld builds one: the state charged with what bound pods hold.
