@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +33,12 @@ and trace and writes a report.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimCmd(), newSchedulerCmd(), newExplainCmd(), newBenchCmd(), newCompareCmd(), newDevCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newSchedulerCmd(), newExplainCmd(), newBenchCmd(), newCompareCmd(), newDevCmd(), newVersionCmd(),
+		newJobsCmd(time.Now), newQueuesCmd(), newNodesCmd())
+	if asPlugin() {
+		// kubectl corral ...: kubectl runs this binary as kubectl-corral.
+		root.Use = "kubectl corral"
+	}
 	return root
 }
 
