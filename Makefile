@@ -18,7 +18,7 @@ build: ## Build bin/corral (and bin/kubectl-corral, the kubectl plugin name), st
 sim: ## Run the embedded default simulation
 	$(GO) run ./cmd/corral sim
 
-test: lint unit integration ## Everything CI runs: lint, unit tests, integration tests on a real control plane
+test: lint unit chart-test integration ## Everything CI runs: lint, unit tests, chart checks, integration tests on a real control plane
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l cmd internal api test data 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -55,9 +55,10 @@ API_PKGS       := api/v1alpha1
 controller-gen: ## Build bin/controller-gen only (seconds, not the whole control plane)
 	bash hack/tools/build.sh controller-gen
 
-generate: controller-gen ## Regenerate deepcopy code and the CRD manifests in deploy/crds
+generate: controller-gen ## Regenerate deepcopy code and the CRD manifests in deploy/crds (and the chart's copy)
 	@for p in $(API_PKGS); do $(CONTROLLER_GEN) object paths=./$$p || exit 1; done
 	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config=deploy/crds
+	cp deploy/crds/*.yaml charts/corral/crds/
 
 verify-generate: controller-gen ## Fail if the generated code or CRDs are stale (regenerates into a temp dir)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
@@ -70,6 +71,35 @@ verify-generate: controller-gen ## Fail if the generated code or CRDs are stale 
 	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config="$$tmp/crds" && \
 	{ diff -ru deploy/crds "$$tmp/crds" || { echo "deploy/crds: stale CRDs: run make generate"; exit 1; }; } && \
 	echo "generated files are up to date"
+
+# ---------------------------------------------------------------- image and release
+# ko builds the image from the Go module (.ko.yaml): no Docker daemon. The
+# image's binary lives at /ko-app/corral and is on PATH as corral.
+KO             ?= $(GO) run github.com/google/ko@v0.18.0
+KO_DOCKER_REPO ?= ghcr.io/corral-dev
+IMAGE_TAR      ?= bin/corral-image.tar
+
+.PHONY: image image-push
+
+image: ## Build the scheduler image into $(IMAGE_TAR) (ko, no Docker daemon), tagged $(VERSION)
+	@mkdir -p bin
+	VERSION=$(VERSION) KO_DOCKER_REPO=ko.local $(KO) build ./cmd/corral --bare --push=false \
+		--tarball $(IMAGE_TAR) --tags $(VERSION) --platform linux/amd64
+
+image-push: ## Build and push $(KO_DOCKER_REPO)/corral:$(VERSION) for linux/amd64 and arm64
+	VERSION=$(VERSION) KO_DOCKER_REPO=$(KO_DOCKER_REPO)/corral $(KO) build ./cmd/corral --bare --tags $(VERSION)
+
+# ---------------------------------------------------------------- Helm chart
+# The chart test is a module of its own (charts/test): Helm v4.3.1 needs
+# k8s.io v0.37 where corral pins v0.36, and compiling Helm would slow every
+# go test ./... of the main module.
+.PHONY: chart-test chart-crds
+
+chart-crds: ## Copy deploy/crds into the chart (Helm reads only files inside it)
+	cp deploy/crds/*.yaml charts/corral/crds/
+
+chart-test: ## helm lint and helm template checks of charts/corral, with Helm's Go module
+	cd charts/test && $(GO) test -count=1 ./...
 
 # ---------------------------------------------------------------- dashboard
 .PHONY: dashboard
