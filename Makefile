@@ -21,7 +21,7 @@ sim: ## Run the embedded default simulation
 test: lint unit chart-test integration ## Everything CI runs: lint, unit tests, chart checks, integration tests on a real control plane
 
 lint: ## gofmt and go vet
-	@out=$$(gofmt -l cmd internal api test data 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd internal api test data hack charts/test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 unit: ## Unit tests of every package but the integration suite

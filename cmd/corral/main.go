@@ -37,7 +37,7 @@ and trace and writes a report.`,
 		newJobsCmd(time.Now), newQueuesCmd(), newNodesCmd())
 	if asPlugin() {
 		// kubectl corral ...: kubectl runs this binary as kubectl-corral.
-		root.Use = "kubectl corral"
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl corral"}
 	}
 	return root
 }
