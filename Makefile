@@ -98,8 +98,8 @@ image-push: ## Build and push $(KO_DOCKER_REPO)/corral:$(VERSION) for linux/amd6
 chart-crds: ## Copy deploy/crds into the chart (Helm reads only files inside it)
 	cp deploy/crds/*.yaml charts/corral/crds/
 
-chart-test: ## helm lint and helm template checks of charts/corral, with Helm's Go module
-	cd charts/test && $(GO) test -count=1 ./...
+chart-test: tools ## helm lint, helm template and helm install (into the test control plane) of charts/corral, with Helm's Go module
+	cd charts/test && $(GO) test -count=1 -timeout 10m ./...
 
 # ---------------------------------------------------------------- dashboard
 .PHONY: dashboard
