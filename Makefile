@@ -2,21 +2,26 @@
 GO      ?= go
 PKGS    := $(shell $(GO) list ./... 2>/dev/null | grep -v /test/integration)
 FUZZTIME ?= 10s
+# The release a build says it is (corral version, corral_build_info, reports):
+# the nearest tag, e.g. v0.2.0 or v0.2.0-3-gabc1234, "-dirty" with local edits.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X github.com/corral-dev/corral/internal/version.version=$(VERSION)
 
 .PHONY: all build sim test lint unit integration fuzz bench help chromium
 
 all: build
 
-build: ## Build bin/corral
-	$(GO) build -o bin/corral ./cmd/corral
+build: ## Build bin/corral (and bin/kubectl-corral, the kubectl plugin name), stamped with VERSION
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/corral ./cmd/corral
+	ln -sf corral bin/kubectl-corral
 
 sim: ## Run the embedded default simulation
 	$(GO) run ./cmd/corral sim
 
-test: lint unit integration ## Everything CI runs: lint, unit tests, integration tests on a real control plane
+test: lint unit chart-test integration ## Everything CI runs: lint, unit tests, chart checks, integration tests on a real control plane
 
 lint: ## gofmt and go vet
-	@out=$$(gofmt -l cmd internal api test data 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd internal api test data hack charts/test 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 unit: chromium ## Unit tests of every package but the integration suite
@@ -61,9 +66,10 @@ API_PKGS       := api/v1alpha1
 controller-gen: ## Build bin/controller-gen only (seconds, not the whole control plane)
 	bash hack/tools/build.sh controller-gen
 
-generate: controller-gen ## Regenerate deepcopy code and the CRD manifests in deploy/crds
+generate: controller-gen ## Regenerate deepcopy code and the CRD manifests in deploy/crds (and the chart's copy)
 	@for p in $(API_PKGS); do $(CONTROLLER_GEN) object paths=./$$p || exit 1; done
 	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config=deploy/crds
+	cp deploy/crds/*.yaml charts/corral/crds/
 
 verify-generate: controller-gen ## Fail if the generated code or CRDs are stale (regenerates into a temp dir)
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
@@ -76,6 +82,41 @@ verify-generate: controller-gen ## Fail if the generated code or CRDs are stale 
 	$(CONTROLLER_GEN) crd $(foreach p,$(API_PKGS),paths=./$(p)) output:crd:artifacts:config="$$tmp/crds" && \
 	{ diff -ru deploy/crds "$$tmp/crds" || { echo "deploy/crds: stale CRDs: run make generate"; exit 1; }; } && \
 	echo "generated files are up to date"
+
+# ---------------------------------------------------------------- image and release
+# ko builds the image from the Go module (.ko.yaml): no Docker daemon. The
+# image's binary lives at /ko-app/corral and is on PATH as corral.
+KO             ?= $(GO) run github.com/google/ko@v0.18.0
+KO_DOCKER_REPO ?= ghcr.io/corral-dev
+IMAGE_TAR      ?= bin/corral-image.tar
+
+.PHONY: image image-push
+
+image: ## Build the scheduler image into $(IMAGE_TAR) (ko, no Docker daemon), tagged $(VERSION)
+	@mkdir -p bin
+	VERSION=$(VERSION) KO_DOCKER_REPO=ko.local $(KO) build ./cmd/corral --bare --push=false \
+		--tarball $(IMAGE_TAR) --tags $(VERSION) --platform linux/amd64
+
+image-push: ## Build and push $(KO_DOCKER_REPO)/corral:$(VERSION) for linux/amd64 and arm64
+	VERSION=$(VERSION) KO_DOCKER_REPO=$(KO_DOCKER_REPO)/corral $(KO) build ./cmd/corral --bare --tags $(VERSION)
+
+# ---------------------------------------------------------------- Helm chart
+# The chart test is a module of its own (charts/test): Helm v4.3.1 needs
+# k8s.io v0.37 where corral pins v0.36, and compiling Helm would slow every
+# go test ./... of the main module.
+.PHONY: chart-test chart-crds
+
+chart-crds: ## Copy deploy/crds into the chart (Helm reads only files inside it)
+	cp deploy/crds/*.yaml charts/corral/crds/
+
+chart-test: tools ## helm lint, helm template and helm install (into the test control plane) of charts/corral, with Helm's Go module
+	cd charts/test && $(GO) test -count=1 -timeout 10m ./...
+
+# ---------------------------------------------------------------- dashboard
+.PHONY: dashboard
+
+dashboard: ## Regenerate the Grafana dashboard (deploy/dashboards, charts/corral/dashboards) from internal/dashboard
+	$(GO) run ./hack/dashboard
 
 # ---------------------------------------------------------------- local cluster
 .PHONY: dev-cluster

@@ -27,7 +27,16 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-// Resource returns the group-qualified resource, e.g. Resource("topologies").
+// The resources (URL path segments) of the CRDs. They carry the project's
+// name because Kueue and Volcano, often installed beside corral, have
+// "queues" and "topologies" of their own: kubectl would resolve the bare
+// words to whichever group it finds first (see docs/api.md).
+const (
+	QueuePlural    = "corralqueues"
+	TopologyPlural = "corraltopologies"
+)
+
+// Resource returns the group-qualified resource, e.g. Resource(TopologyPlural).
 func Resource(resource string) schema.GroupResource {
 	return GroupVersion.WithResource(resource).GroupResource()
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +32,7 @@ import (
 const (
 	deployDir   = "../../deploy"
 	examplesDir = "../../examples"
-	crdFile     = deployDir + "/crds/corral.dev_topologies.yaml"
+	crdFile     = deployDir + "/crds/corral.dev_corraltopologies.yaml"
 )
 
 // doc is one YAML document of a manifest file.
@@ -273,10 +275,10 @@ func TestClusterRole(t *testing.T) {
 		"batch/jobs":                                read,
 		"jobset.x-k8s.io/jobsets":                   read,
 		"leaderworkerset.x-k8s.io/leaderworkersets": read,
-		"corral.dev/topologies":                     read,
-		"corral.dev/topologies/status":              {"patch", "update"},
-		"corral.dev/queues":                         read,
-		"corral.dev/queues/status":                  {"patch", "update"},
+		"corral.dev/corraltopologies":               read,
+		"corral.dev/corraltopologies/status":        {"patch", "update"},
+		"corral.dev/corralqueues":                   read,
+		"corral.dev/corralqueues/status":            {"patch", "update"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ClusterRole corral-scheduler (-want +got):\n%s", diff)
@@ -300,11 +302,11 @@ func TestTopologyCRD(t *testing.T) {
 		t.Errorf("kind = %s", got)
 	}
 	checks := map[string]string{
-		"metadata.name":     "topologies.corral.dev",
+		"metadata.name":     TopologyPlural + ".corral.dev",
 		"spec.group":        GroupName,
 		"spec.scope":        "Cluster",
 		"spec.names.kind":   "Topology",
-		"spec.names.plural": "topologies",
+		"spec.names.plural": TopologyPlural,
 	}
 	for path, want := range checks {
 		if got := str(strings.Split(path, ".")...); got != want {
@@ -443,7 +445,7 @@ func TestExamples(t *testing.T) {
 // TestQueueCRD pins the Queue CRD's shape and the CEL rules that check one
 // object (the rules across objects are the scheduler's: see docs/queues.md).
 func TestQueueCRD(t *testing.T) {
-	raw, err := os.ReadFile(deployDir + "/crds/corral.dev_queues.yaml")
+	raw, err := os.ReadFile(deployDir + "/crds/corral.dev_corralqueues.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,4 +491,109 @@ func TestQueueCRD(t *testing.T) {
 	if team.Spec.Parent != "research" || team.Spec.ReclaimPolicy != ReclaimPreempt {
 		t.Errorf("examples/queues.yaml team-b: %+v", team.Spec)
 	}
+}
+
+// TestCRDNamesDoNotClash keeps corral's resource words apart from those of
+// Kueue and Volcano (docs/api.md#names-beside-kueue-and-volcano): kubectl
+// resolves a bare word to whichever group it discovers first.
+func TestCRDNamesDoNotClash(t *testing.T) {
+	// Plurals, singulars and short names of Kueue v0.17 (ClusterQueue,
+	// LocalQueue, Topology, ResourceFlavor, Workload, Cohort) and Volcano
+	// v1.16 (Queue, PodGroup, Job, HyperNode).
+	taken := []string{
+		"clusterqueues", "clusterqueue", "cq", "localqueues", "localqueue", "queue", "queues", "lq",
+		"topologies", "topology", "resourceflavors", "resourceflavor", "flavor", "flavors", "rf",
+		"workloads", "workload", "kwl", "kueueworkload", "kueueworkloads", "cohorts", "cohort",
+		"q", "queue-v1beta1", "podgroups", "podgroup", "pg", "podgroup-v1beta1", "jobs", "job", "vcjob", "vj",
+		"hypernodes", "hypernode", "hn",
+	}
+	cases := map[string]struct {
+		file string
+		want []string // plural, singular, short names
+	}{
+		"Queue":    {file: "corral.dev_corralqueues.yaml", want: []string{QueuePlural, "corralqueue", "cqu"}},
+		"Topology": {file: "corral.dev_corraltopologies.yaml", want: []string{TopologyPlural, "corraltopology", "topo"}},
+	}
+	for kind, tc := range cases {
+		t.Run(kind, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(deployDir, "crds", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var crd unstructured.Unstructured
+			if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
+				t.Fatal(err)
+			}
+			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+			singular, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "singular")
+			short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
+			got := append([]string{plural, singular}, short...)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("names (-want +got):\n%s", diff)
+			}
+			for _, w := range got {
+				if slices.Contains(taken, w) {
+					t.Errorf("%q is taken by Kueue or Volcano", w)
+				}
+			}
+			if cats, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "categories"); !slices.Contains(cats, "corral") {
+				t.Errorf("categories = %v, want corral", cats)
+			}
+		})
+	}
+}
+
+// TestQueuePrinterColumns: kubectl get shows what the scheduler writes in
+// the status, so each column's path must name a status field that exists.
+func TestQueuePrinterColumns(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(deployDir, "crds", "corral.dev_corralqueues.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd unstructured.Unstructured
+	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	cols, _, _ := unstructured.NestedSlice(versions[0].(map[string]any), "additionalPrinterColumns")
+	var got []string
+	for _, c := range cols {
+		m := c.(map[string]any)
+		prio, _ := m["priority"].(int64)
+		if f, ok := m["priority"].(float64); ok {
+			prio = int64(f)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d", m["name"], m["jsonPath"], prio))
+	}
+	want := []string{
+		"Parent .spec.parent 0",
+		`Accepted .status.conditions[?(@.type=="Accepted")].status 0`,
+		`GPUs .status.allocated.nvidia\.com/gpu 0`,
+		`Fair Share .status.fairShare.nvidia\.com/gpu 0`,
+		`Pending .status.pending.nvidia\.com/gpu 0`,
+		`Borrowed .status.borrowed.nvidia\.com/gpu 1`,
+		"CPU .status.allocated.cpu 1",
+		`Reason .status.conditions[?(@.type=="Accepted")].reason 1`,
+		"Age .metadata.creationTimestamp 0",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("printer columns (-want +got):\n%s", diff)
+	}
+	// The status fields the columns read are the Go type's JSON names.
+	for _, f := range []string{"allocated", "fairShare", "pending", "borrowed"} {
+		if _, ok := reflectJSONField(QueueStatus{}, f); !ok {
+			t.Errorf("QueueStatus has no field %q", f)
+		}
+	}
+}
+
+func reflectJSONField(v any, name string) (reflect.StructField, bool) {
+	rt := reflect.TypeOf(v)
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if strings.Split(f.Tag.Get("json"), ",")[0] == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }

@@ -36,19 +36,33 @@ const (
 	ReclaimPreempt ReclaimPolicy = "Preempt"
 )
 
+// The resource is corralqueues (short name cqu), not queues: Volcano's
+// Queue is also "queues", Kueue's LocalQueue takes "queue" and "queues" as
+// short names and its ClusterQueue takes "cq", and users often run them
+// beside corral (docs/api.md#names-beside-kueue-and-volcano).
+//
+// The GPU columns read the scheduler's GPU resource under its default name
+// (nvidia.com/gpu), what queues that count GPUs of any model hold; -o wide
+// adds the borrowed GPUs, CPU and the Accepted reason.
+
 // Queue is one queue of the cluster's queue tree. Leaf queues take jobs
 // (pods name theirs with the corral.dev/queue label); inner queues group
 // them. Every cycle the cluster's capacity is divided down the tree:
 // guarantees first, then what is left by weight (see docs/queues.md).
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=cq,categories=corral
+// +kubebuilder:resource:path=corralqueues,singular=corralqueue,scope=Cluster,shortName=cqu,categories=corral
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="self.metadata.name != 'root'",message="the name root is reserved for the implicit root of the tree"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec.parent) || self.spec.parent != self.metadata.name",message="a queue cannot be its own parent"
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`
+// +kubebuilder:printcolumn:name="GPUs",type=string,JSONPath=`.status.allocated.nvidia\.com/gpu`,description="GPUs the queue's running pods hold"
+// +kubebuilder:printcolumn:name="Fair Share",type=string,JSONPath=`.status.fairShare.nvidia\.com/gpu`,description="GPUs the queue is entitled to now"
+// +kubebuilder:printcolumn:name="Pending",type=string,JSONPath=`.status.pending.nvidia\.com/gpu`,description="GPUs the queue's waiting pods ask for"
+// +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed.nvidia\.com/gpu`,priority=1,description="GPUs held above the guarantee"
+// +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.allocated.cpu`,priority=1,description="CPU the queue's running pods hold"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`

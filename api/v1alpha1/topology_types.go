@@ -33,6 +33,9 @@ const (
 	TopologyReasonNotSelected = "NotSelected"
 )
 
+// The resource is corraltopologies, not topologies: Kueue's Topology
+// (topology-aware scheduling) is "topologies" too.
+
 // Topology defines the levels of the cluster's network topology as node
 // labels, from the widest level to the narrowest. Nodes with the same value
 // of a level's label form one domain of that level; corral places a gang in
@@ -40,7 +43,7 @@ const (
 // level) and "host" (below the last) are implicit.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=topo,categories=corral
+// +kubebuilder:resource:path=corraltopologies,singular=corraltopology,scope=Cluster,shortName=topo,categories=corral
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`

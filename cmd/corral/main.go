@@ -4,14 +4,15 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/corral-dev/corral/internal/version"
+)
 
 func main() {
 	if err := newRoot().Execute(); err != nil {
@@ -33,17 +34,42 @@ and trace and writes a report.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newSimCmd(), newSchedulerCmd(), newExplainCmd(), newBenchCmd(), newCompareCmd(), newDevCmd(), newVersionCmd())
+	root.AddCommand(newSimCmd(), newSchedulerCmd(), newExplainCmd(), newBenchCmd(), newCompareCmd(), newDevCmd(), newVersionCmd(),
+		newJobsCmd(time.Now), newQueuesCmd(), newNodesCmd())
+	if asPlugin() {
+		// kubectl corral ...: kubectl runs this binary as kubectl-corral.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl corral"}
+	}
 	return root
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the corral version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "corral", version)
+		Long: `Print the release this binary was built from (set by make build and the
+image build from git describe), the commit when the toolchain recorded it,
+the Go version and the platform. A binary built from a work tree without
+them says "dev".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := version.Get()
+			switch output {
+			case "":
+				fmt.Fprintln(cmd.OutOrStdout(), "corral", v)
+			case "json":
+				b, err := json.MarshalIndent(v, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			default:
+				return fmt.Errorf("-o %q: want json, or nothing for one line", output)
+			}
+			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json for a machine-readable form")
+	return cmd
 }

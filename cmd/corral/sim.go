@@ -21,6 +21,7 @@ import (
 	"github.com/corral-dev/corral/internal/report"
 	"github.com/corral-dev/corral/internal/sim"
 	"github.com/corral-dev/corral/internal/trace"
+	"github.com/corral-dev/corral/internal/version"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -382,8 +383,9 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 }
 
 func writeOutputs(stdout io.Writer, o simOptions, results []metrics.Result, command string) error {
+	meta := report.Meta{Command: command, Machine: machine(), Generated: time.Now(), Version: version.Get().String()}
 	var js bytes.Buffer
-	if err := report.WriteJSON(&js, results); err != nil {
+	if err := report.WriteJSONMeta(&js, results, meta); err != nil {
 		return err
 	}
 	if o.jsonFile != "" {
@@ -401,7 +403,6 @@ func writeOutputs(stdout io.Writer, o simOptions, results []metrics.Result, comm
 		return err
 	}
 	var html bytes.Buffer
-	meta := report.Meta{Command: command, Machine: machine(), Generated: time.Now()}
 	if err := report.WriteHTML(&html, results, meta); err != nil {
 		return err
 	}

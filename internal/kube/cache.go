@@ -39,8 +39,8 @@ var (
 		{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"},  // 1.37
 		{Group: "scheduling.k8s.io", Version: "v1alpha2", Resource: "podgroups"}, // 1.36
 	}
-	topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "topologies"}
-	queueGVR    = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "queues"}
+	topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: v1alpha1.TopologyPlural}
+	queueGVR    = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: v1alpha1.QueuePlural}
 )
 
 // Cache is the informer-fed view of the cluster. Informers keep it current;

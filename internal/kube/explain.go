@@ -81,7 +81,7 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		return e, nil
 	case kj.refused != nil:
 		e.State, e.Reason, e.Level = "refused", kj.refused.message, "queue"
-		e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get queues)", v1alpha1.LabelQueue)}
+		e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get corralqueues)", v1alpha1.LabelQueue)}
 		return e, nil
 	}
 	plan := s.engine.Cycle(w.snap)

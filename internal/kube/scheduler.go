@@ -23,6 +23,7 @@ import (
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/version"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -131,7 +132,7 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		return nil, err
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
-		log: opts.Logger, metrics: newMetrics(opts.Registry), health: newHealthState(opts.Registry)}
+		log: opts.Logger, metrics: newMetrics(opts.Registry, opts.Clock()), health: newHealthState(opts.Registry)}
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay, fence: opts.Fence,
 		metrics: s.metrics.binds, log: opts.Logger}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
@@ -470,6 +471,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
 	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
 	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
+	s.metrics.ops.observe(w, plan, held) // opsmetrics.go
 	return res, nil
 }
 
@@ -483,9 +485,12 @@ type metrics struct {
 	fencedCycles prometheus.Counter
 	binds        *bindMetrics
 	queue        *queueMetrics
+	ops          *opsMetrics
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the scheduler's metrics and registers them on reg (nil:
+// not registered); start is when the scheduler started (opsmetrics.go).
+func newMetrics(reg prometheus.Registerer, start time.Time) *metrics {
 	m := &metrics{
 		cycleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "corral_cycle_duration_seconds",
 			Help: "Time of one scheduling cycle (snapshot, engine, bindings).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
@@ -498,11 +503,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cycles stopped before a batch of writes because the Lease was not provably held."}),
 		binds: newBindMetrics(),
 		queue: newQueueMetrics(),
+		ops:   newOpsMetrics(start),
 	}
+	m.ops.setBuildInfo(version.Get())
 	if reg != nil {
 		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics, m.fencedCycles)
 		reg.MustRegister(m.binds.collectors()...)
 		reg.MustRegister(m.queue.collectors()...)
+		reg.MustRegister(m.ops.collectors()...)
 	}
 	return m
 }

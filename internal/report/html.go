@@ -19,6 +19,7 @@ type Meta struct {
 	Title     string    // empty: "corral sim: <cluster> / <trace> (<protocol>)"
 	Command   string    // the command line that produced the results
 	Machine   string    // e.g. CPU model, cores, OS
+	Version   string    // the corral release that ran it (internal/version)
 	Generated time.Time // zero: not shown
 }
 
@@ -118,6 +119,9 @@ footer { color: #777; font-size: .85em; margin-top: 3em; }
 {{- end}}
 {{- if .Meta.Machine}}
 <dt>machine</dt><dd>{{.Meta.Machine}}</dd>
+{{- end}}
+{{- if .Meta.Version}}
+<dt>corral</dt><dd>{{.Meta.Version}}</dd>
 {{- end}}
 {{- if .Generated}}
 <dt>generated</dt><dd>{{.Generated}}</dd>

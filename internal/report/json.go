@@ -12,6 +12,8 @@ import (
 // jsonReport is the document WriteJSON writes; docs/report.md describes it.
 // Keys are snake_case and stable: add keys, never rename them.
 type jsonReport struct {
+	// Version is the corral release that ran the simulation (Meta.Version).
+	Version  string                `json:"corral_version,omitempty"`
 	Cluster  string                `json:"cluster"`
 	Trace    string                `json:"trace"`
 	Protocol string                `json:"protocol"`
@@ -40,11 +42,18 @@ type jsonRun struct {
 // sorted, runs are in seed order. It fails on an empty input, on results of
 // different inputs, and on summaries JSON cannot hold (NaN, ±Inf).
 func WriteJSON(w io.Writer, results []metrics.Result) error {
+	return WriteJSONMeta(w, results, Meta{})
+}
+
+// WriteJSONMeta is WriteJSON recording meta.Version as "corral_version", so
+// that a summary says which release measured it.
+func WriteJSONMeta(w io.Writer, results []metrics.Result, meta Meta) error {
 	c, err := compare(results)
 	if err != nil {
 		return err
 	}
 	doc := jsonReport{
+		Version: meta.Version,
 		Cluster: c.Cluster, Trace: c.Trace, Protocol: c.Protocol,
 		Seeds:    c.Seeds,
 		Policies: map[string]jsonPolicy{},

@@ -46,7 +46,7 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	return objs
 }
 
-var topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "topologies"}
+var topologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: v1alpha1.TopologyPlural}
 
 // createTopology creates a Topology with the given levels (name = label
 // corral.dev/<name>).

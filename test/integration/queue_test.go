@@ -20,7 +20,7 @@ import (
 	"github.com/corral-dev/corral/test/integration/framework"
 )
 
-var queueGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: "queues"}
+var queueGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: v1alpha1.QueuePlural}
 
 // queueObject is a Queue as a user writes it; resources maps a resource
 // name to {guaranteed, limit, weight} ("" or nil: unset).
