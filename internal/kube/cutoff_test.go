@@ -26,7 +26,7 @@ func cacheWith(t *testing.T, objs ...runtime.Object) *Cache {
 	t.Helper()
 	client := fake.NewClientset()
 	client.Resources = []*metav1.APIResourceList{{GroupVersion: "corral.dev/v1alpha1",
-		APIResources: []metav1.APIResource{{Name: "topologies", Kind: "Topology"}}}}
+		APIResources: []metav1.APIResource{{Name: v1alpha1.TopologyPlural, Kind: "Topology"}}}}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{topologyGVR: "TopologyList"})
 	c, err := NewCache(client, dyn, testCfg)
