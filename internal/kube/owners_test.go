@@ -58,7 +58,7 @@ func rjob(name string, replicas, parallelism, gpus int64) map[string]any {
 func lwsObj(name, policy string, size int64) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
 		"metadata": map[string]any{"name": name, "namespace": "ns"},
-		"spec": map[string]any{"startupPolicy": policy, "leaderWorkerTemplate": map[string]any{"size": size, "workerTemplate": tmpl(8)}}}}
+		"spec":     map[string]any{"startupPolicy": policy, "leaderWorkerTemplate": map[string]any{"size": size, "workerTemplate": tmpl(8)}}}}
 }
 
 func rayObj(name string, groups ...map[string]any) *unstructured.Unstructured {
@@ -68,7 +68,7 @@ func rayObj(name string, groups ...map[string]any) *unstructured.Unstructured {
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster",
 		"metadata": map[string]any{"name": name, "namespace": "ns"},
-		"spec": map[string]any{"headGroupSpec": map[string]any{"template": tmpl(0)}, "workerGroupSpecs": gs}}}
+		"spec":     map[string]any{"headGroupSpec": map[string]any{"template": tmpl(0)}, "workerGroupSpecs": gs}}}
 }
 
 func (b *podB) label(k, v string) *podB { b.p.Labels[k] = v; return b }
