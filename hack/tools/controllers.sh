@@ -7,6 +7,9 @@
 #   kuberay-operator    github.com/ray-project/kuberay/ray-operator v1.6.0
 #   kueue-controller    sigs.k8s.io/kueue v0.17.0 (main under cmd/kueue)
 #   controller-crds/<name>/*.yaml   each module's CRDs (config/.../crd/bases)
+#   controller-crds/<name>/webhooks/manifests.yaml   its webhook
+#             configurations (JobSet, LWS, Kueue), which the test framework
+#             registers with clientConfig.url on loopback
 #
 # `go install MODULE@VERSION` is refused for jobset and lws (its deprecation
 # check needs the module's version list, which the proxy here does not
@@ -33,12 +36,12 @@ REPO="$(cd "${TOOLS_DIR}/../.." && pwd)"
 BIN="${CORRAL_BIN:-${REPO}/bin}"
 STAMP="${BIN}/.controllers-version"
 
-# name module version main-package-dir binary crd-dir (relative to the module)
+# name module version main-package-dir binary crd-dir webhook-dir (relative to the module; - none)
 CONTROLLERS=(
-  "jobset  sigs.k8s.io/jobset                         v0.11.1 .          jobset-controller  config/components/crd/bases"
-  "lws     sigs.k8s.io/lws                            v0.8.0  ./cmd      lws-controller     config/crd/bases"
-  "kuberay github.com/ray-project/kuberay/ray-operator v1.6.0  .          kuberay-operator   config/crd/bases"
-  "kueue   sigs.k8s.io/kueue                          v0.17.0 ./cmd/kueue kueue-controller  config/components/crd/bases"
+  "jobset  sigs.k8s.io/jobset                         v0.11.1 .          jobset-controller  config/components/crd/bases config/components/webhook"
+  "lws     sigs.k8s.io/lws                            v0.8.0  ./cmd      lws-controller     config/crd/bases            config/webhook"
+  "kuberay github.com/ray-project/kuberay/ray-operator v1.6.0  .          kuberay-operator   config/crd/bases            -"
+  "kueue   sigs.k8s.io/kueue                          v0.17.0 ./cmd/kueue kueue-controller  config/components/crd/bases config/components/webhook"
 )
 
 log() { printf '[controllers] %s\n' "$*"; }
@@ -56,19 +59,27 @@ touch "${STAMP}"
 for want in "${wanted[@]}"; do
   found=0
   for row in "${CONTROLLERS[@]}"; do
-    read -r name module version main binary crds <<<"${row}"
+    read -r name module version main binary crds webhooks <<<"${row}"
     [[ "${name}" == "${want}" ]] || continue
     found=1
     line="${name}=${version}"
-    if [[ "${FORCE:-0}" != 1 && -x "${BIN}/${binary}" && -d "${BIN}/controller-crds/${name}" ]] &&
-      grep -qxF "${line}" "${STAMP}"; then
-      log "${binary} ${version} up to date"
-      continue
-    fi
-    log "downloading ${module}@${version}"
     dir="$(GOFLAGS=-mod=mod go mod download -json "${module}@${version}" |
       sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
     [[ -d "${dir}" ]] || die "could not download ${module}@${version}"
+    # The manifests are copied every run (cheap): a stamp from an older
+    # script may lack some.
+    rm -rf "${BIN}/controller-crds/${name}"
+    mkdir -p "${BIN}/controller-crds/${name}"
+    cp "${dir}/${crds}"/*.yaml "${BIN}/controller-crds/${name}/"
+    if [[ "${webhooks}" != "-" ]]; then
+      mkdir -p "${BIN}/controller-crds/${name}/webhooks"
+      cp "${dir}/${webhooks}/manifests.yaml" "${BIN}/controller-crds/${name}/webhooks/"
+    fi
+    chmod -R u+w "${BIN}/controller-crds/${name}"
+    if [[ "${FORCE:-0}" != 1 && -x "${BIN}/${binary}" ]] && grep -qxF "${line}" "${STAMP}"; then
+      log "${binary} ${version} up to date"
+      continue
+    fi
     tmp="$(mktemp -d "${BIN}/.build-${name}.XXXXXX")"
     cp -r "${dir}/." "${tmp}/src"
     chmod -R u+w "${tmp}/src"
@@ -76,10 +87,6 @@ for want in "${wanted[@]}"; do
     start=$(date +%s)
     (cd "${tmp}/src" && go build -trimpath -ldflags "-s -w" -o "${tmp}/${binary}" "${main}")
     mv -f "${tmp}/${binary}" "${BIN}/${binary}"
-    rm -rf "${BIN}/controller-crds/${name}"
-    mkdir -p "${BIN}/controller-crds/${name}"
-    cp "${dir}/${crds}"/*.yaml "${BIN}/controller-crds/${name}/"
-    chmod u+w "${BIN}/controller-crds/${name}"/*.yaml
     rm -rf "${tmp}"
     grep -v "^${name}=" "${STAMP}" >"${STAMP}.new" || true
     printf '%s\n' "${line}" >>"${STAMP}.new"
