@@ -54,6 +54,8 @@ type kjob struct {
 	laterFrom int
 	// holdFor is how long their room is held once the first pods are bound.
 	holdFor time.Duration
+	// warnings are problems that do not stop the job, for explain.
+	warnings []string
 }
 
 // isLater reports whether ref names a member not created yet.
@@ -244,6 +246,15 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	if v := ann[v1alpha1.AnnotationPreferredTopology]; v != "" {
 		j.Topology.Preferred = v
 	}
+	if pref := j.Topology.Preferred; pref != "" {
+		if _, ok := levels[pref]; !ok {
+			// A preference is not a constraint: one the Topology does not
+			// define is dropped with a warning, the job is placed anyway.
+			j.Topology.Preferred = ""
+			kj.warnings = append(kj.warnings, fmt.Sprintf("preferred level %q is not a level of the cluster's Topology (levels: %s); ignored",
+				pref, strings.Join(sortedKeys(levels), ", ")))
+		}
+	}
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
@@ -329,6 +340,15 @@ func (k *kjob) laterCount() int {
 		}
 	}
 	return n
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func levelByLabel(levels map[string]string, label string) (string, bool) {
