@@ -20,7 +20,7 @@ func TestSuggestChecksTheCluster(t *testing.T) {
 	gang := func(n, bound int, ann map[string]string) *kjob {
 		var pods []*corev1.Pod
 		for i := 0; i < n; i++ {
-			b := pod("g-" + itoa(i)).gpus(8).ann(v1alpha1.AnnotationGang, "g")
+			b := pod("g-"+itoa(i)).gpus(8).ann(v1alpha1.AnnotationGang, "g")
 			for k, v := range ann {
 				b.ann(k, v)
 			}
