@@ -216,7 +216,7 @@ func (ov *ownerView) jobSetShape(ns, name, child string, members []*corev1.Pod) 
 	for _, r := range rjs {
 		rj, _ := r.(map[string]any)
 		rjName, _, _ := unstructured.NestedString(rj, "name")
-		replicas, found, _ := unstructured.NestedInt64(rj, "replicas")
+		replicas, found, _ := nestedInt(rj, "replicas")
 		if !found {
 			replicas = 1
 		}
@@ -261,11 +261,11 @@ func leaderOnly(members []*corev1.Pod) bool {
 // jobParallelismOf is the pods a child Job template runs at once:
 // parallelism (default 1), at most its completions.
 func jobParallelismOf(rj map[string]any) int {
-	par, found, _ := unstructured.NestedInt64(rj, "template", "spec", "parallelism")
+	par, found, _ := nestedInt(rj, "template", "spec", "parallelism")
 	if !found {
 		par = 1
 	}
-	if c, found, _ := unstructured.NestedInt64(rj, "template", "spec", "completions"); found && c < par {
+	if c, found, _ := nestedInt(rj, "template", "spec", "completions"); found && c < par {
 		par = c
 	}
 	return int(max(par, 0))
@@ -312,7 +312,7 @@ func (ov *ownerView) lwsShape(ns, name string, members []*corev1.Pod) gangShape 
 		return s
 	}
 	if size == 0 {
-		if v, found, _ := unstructured.NestedInt64(u.Object, "spec", "leaderWorkerTemplate", "size"); found {
+		if v, found, _ := nestedInt(u.Object, "spec", "leaderWorkerTemplate", "size"); found {
 			size = int(v)
 		}
 	}
@@ -350,8 +350,8 @@ func (ov *ownerView) rayShape(ns, name string) gangShape {
 		if susp, _, _ := unstructured.NestedBool(gm, "suspend"); susp {
 			continue
 		}
-		minR, _, _ := unstructured.NestedInt64(gm, "minReplicas")
-		hosts, found, _ := unstructured.NestedInt64(gm, "numOfHosts")
+		minR, _, _ := nestedInt(gm, "minReplicas")
+		hosts, found, _ := nestedInt(gm, "numOfHosts")
 		if !found || hosts < 1 {
 			hosts = 1
 		}
@@ -385,4 +385,24 @@ func gatedPods(members []*corev1.Pod) string {
 	}
 	sort.Strings(names)
 	return fmt.Sprintf("%d of %d pods wait for their scheduling gates to be removed (%s)", len(gated), len(members), strings.Join(names, ", "))
+}
+
+// nestedInt reads an integer field: int64 as the API server's JSON decodes
+// it, or float64 as a generic YAML or JSON decoder does.
+func nestedInt(obj map[string]any, fields ...string) (int64, bool, error) {
+	v, found, err := unstructured.NestedFieldNoCopy(obj, fields...)
+	if !found || err != nil {
+		return 0, found, err
+	}
+	switch n := v.(type) {
+	case int64:
+		return n, true, nil
+	case int:
+		return int64(n), true, nil
+	case float64:
+		if n == float64(int64(n)) {
+			return int64(n), true, nil
+		}
+	}
+	return 0, false, fmt.Errorf("%s: %v is not an integer", strings.Join(fields, "."), v)
 }
