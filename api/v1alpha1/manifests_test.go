@@ -268,6 +268,7 @@ func TestClusterRole(t *testing.T) {
 		"batch/jobs":                                read,
 		"jobset.x-k8s.io/jobsets":                   read,
 		"leaderworkerset.x-k8s.io/leaderworkersets": read,
+		"ray.io/rayclusters":                        read,
 		"corral.dev/topologies":                     read,
 		"corral.dev/topologies/status":              {"patch", "update"},
 		"corral.dev/queues":                         read,
