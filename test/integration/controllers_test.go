@@ -163,7 +163,10 @@ func TestJobSetGang(t *testing.T) {
 		o.SetName(name)
 		rjs, _, _ := unstructured.NestedSlice(o.Object, "spec", "replicatedJobs")
 		rjs[0].(map[string]any)["replicas"] = int64(3)
-		unstructured.RemoveNestedField(rjs[0].(map[string]any), "template", "spec", "template", "metadata", "annotations")
+		// No rack constraint; and kwok completes Job pods after a few
+		// seconds unless told to wait: these keep running.
+		_ = unstructured.SetNestedStringMap(rjs[0].(map[string]any), map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "600000"},
+			"template", "spec", "template", "metadata", "annotations")
 		_ = unstructured.SetNestedSlice(o.Object, rjs, "spec", "replicatedJobs")
 		create(t, c, ns, o)
 	}
