@@ -94,8 +94,6 @@ func heldRoom(pods []*corev1.Pod, assumed map[string]assumedPod, cfg adapterConf
 		if p.Spec.SchedulerName != cfg.schedulerName || terminal(p) {
 			continue
 		}
-		k, _, _ := gangKey(p)
-		byKey[k] = append(byKey[k], p)
 		ann := p.Annotations
 		if a, ok := assumed[string(p.UID)]; ok && a.annotations != nil {
 			ann = a.annotations
@@ -114,6 +112,16 @@ func heldRoom(pods []*corev1.Pod, assumed map[string]assumedPod, cfg adapterConf
 			continue
 		}
 		holders = append(holders, holder{pod: p, slots: slots})
+	}
+	if len(holders) == 0 {
+		return nil, nil, warnings
+	}
+	// Gang keys are only worked out when some gang holds room.
+	for _, p := range pods {
+		if p.Spec.SchedulerName == cfg.schedulerName && !terminal(p) {
+			k, _, _ := gangKey(p)
+			byKey[k] = append(byKey[k], p)
+		}
 	}
 	for _, h := range holders {
 		k, _, _ := gangKey(h.pod)
