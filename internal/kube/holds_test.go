@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -112,5 +114,96 @@ func TestHoldLater(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, w.bindAnnotations[string(kj.pods[kj.refs[0]].UID)]); diff != "" {
 		t.Errorf("leader's binding annotations (-want +got):\n%s", diff)
+	}
+}
+
+// TestLeaderReadyThroughTheEngine follows an LWS group under LeaderReady
+// through the real engine on 2 racks of 4 nodes: the leader arrives alone,
+// the engine places the whole group of 4 in one rack, the leader is bound
+// with the workers' room held; in the next cycles a 2-node gang that would
+// fit in that rack is kept out of it, and the workers, once created, are
+// bound into their places.
+func TestLeaderReadyThroughTheEngine(t *testing.T) {
+	levels := map[string]string{"rack": "corral.dev/rack"}
+	ov := &ownerView{jobs: store(), lwss: store(lwsObj("ready", "LeaderReady", 4))}
+	groups := ownedGroups{ov: ov}
+	rack := func(b *podB) *podB { return b.ann(v1alpha1.AnnotationRequiredTopology, "rack") }
+	now := time.Unix(1000, 0)
+	eng := engine.New(engine.Config{})
+	cycle := func(pods []*corev1.Pod, assumed map[string]assumedPod) (*world, engine.Plan, []slotBind) {
+		st := build.State(build.Topo("rack"), build.Racks(2, 4))
+		binds, empty, warns := heldRoom(pods, assumed, testCfg, now)
+		holds, w2 := account(st, pods, assumed, nil, nil, testCfg)
+		warns = append(append(warns, w2...), chargeHeld(st, empty)...)
+		if len(warns) > 0 {
+			t.Fatalf("warnings: %v", warns)
+		}
+		w := &world{state: st, byID: map[workload.JobID]*kjob{}}
+		snap := &engine.Snapshot{State: st, Now: now}
+		for _, kj := range buildJobs(pods, nodesOf(assumed), groups, levels, testCfg) {
+			w.byID[kj.job.ID] = kj
+			if len(kj.bound) > 0 {
+				rj, _ := runningJob(kj, holds, assumed, st, now)
+				snap.Running = append(snap.Running, rj)
+			}
+			if kj.pending() && kj.waiting == "" && kj.invalid == "" {
+				snap.Pending = append(snap.Pending, engine.PendingJob{Job: kj.job})
+			}
+		}
+		return w, eng.Cycle(snap), binds
+	}
+
+	// Cycle 1: the leader alone. The whole group is placed; only the
+	// leader is bound, the 3 workers' places go on its binding.
+	leader := rack(pod("ready-0").gpus(8).lws("ready", "0", "0", 4)).obj()
+	w, plan, _ := cycle([]*corev1.Pod{leader}, map[string]assumedPod{})
+	if len(plan.Binds) != 1 || len(plan.Binds[0].Pods) != 4 {
+		t.Fatalf("plan: %+v; want the whole group of 4 placed", plan)
+	}
+	binds := w.holdLater(plan.Binds, now)
+	if len(binds[0].Pods) != 1 {
+		t.Fatalf("bound %d pods, want the leader alone", len(binds[0].Pods))
+	}
+	ann := w.bindAnnotations[string(leader.UID)]
+	leaderBound := leader.DeepCopy()
+	leaderBound.Spec.NodeName = binds[0].Pods[0].Node
+	for k, v := range ann {
+		leaderBound.Annotations[k] = v
+	}
+	leaderBound.Annotations[v1alpha1.AnnotationAssignedGPUs] = strings.Join(binds[0].Pods[0].Devices, ",")
+	leaderRack, _, _ := strings.Cut(leaderBound.Spec.NodeName, "-")
+
+	// Cycle 2: another 2-node gang arrives that asks for one rack. The
+	// leader's rack is held whole, so it goes to the other rack.
+	other := []*corev1.Pod{rack(pod("o-0").gpus(8).ann(v1alpha1.AnnotationGang, "o")).obj(),
+		rack(pod("o-1").gpus(8).ann(v1alpha1.AnnotationGang, "o")).obj()}
+	_, plan, _ = cycle(append([]*corev1.Pod{leaderBound}, other...), map[string]assumedPod{})
+	if len(plan.Binds) != 1 {
+		t.Fatalf("plan: %+v; want the other gang placed", plan)
+	}
+	for _, pb := range plan.Binds[0].Pods {
+		if r, _, _ := strings.Cut(pb.Node, "-"); r == leaderRack {
+			t.Errorf("the other gang got %s, in the rack held for the group (%s)", pb.Node, leaderRack)
+		}
+	}
+
+	// Cycle 3: LWS created the workers: each is bound into its place,
+	// nothing is left for the engine.
+	var pods []*corev1.Pod
+	pods = append(pods, leaderBound)
+	for _, i := range []string{"1", "2", "3"} {
+		pods = append(pods, rack(pod("ready-0-"+i).gpus(8).lws("ready", "0", i, 4)).obj())
+	}
+	_, plan, slotBinds := cycle(pods, map[string]assumedPod{})
+	if len(slotBinds) != 3 {
+		t.Fatalf("%d workers bound into the held room, want 3", len(slotBinds))
+	}
+	for _, sb := range slotBinds {
+		if r, _, _ := strings.Cut(sb.node, "-"); r != leaderRack {
+			t.Errorf("worker %s bound to %s, outside the leader's rack %s", sb.pod.Name, sb.node, leaderRack)
+		}
+	}
+	if len(plan.Binds) != 0 || len(plan.Pending) != 0 {
+		t.Errorf("the engine still had work: %+v", plan)
 	}
 }
