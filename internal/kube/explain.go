@@ -85,6 +85,9 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 	case kj.waiting != "":
 		e.State, e.Reason = "waiting-for-pods", kj.waiting
 		e.Suggestions = []string{"corral places the gang once all its pods (and their ResourceClaims) exist"}
+		if kj.waitAdvice != "" {
+			e.Suggestions = []string{kj.waitAdvice}
+		}
 		return e, nil
 	case kj.refused != nil:
 		e.State, e.Reason, e.Level = "refused", kj.refused.message, "queue"

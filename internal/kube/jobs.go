@@ -56,6 +56,9 @@ type kjob struct {
 	holdFor time.Duration
 	// warnings are problems that do not stop the job, for explain.
 	warnings []string
+	// waitAdvice is what would end the wait, for explain; empty: the
+	// controller is still creating the gang's pods.
+	waitAdvice string
 }
 
 // isLater reports whether ref names a member not created yet.
@@ -188,8 +191,9 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	}
 	if g := gatedPods(members); g != "" {
 		kj.waiting = g
+		kj.waitAdvice = "the pods carry scheduling gates: whoever set them (Kueue removes its own when it admits the workload) must remove them first"
 	} else if shape.waiting != "" {
-		kj.waiting = shape.waiting
+		kj.waiting, kj.waitAdvice = shape.waiting, shape.advice
 	}
 	switch kind {
 	case "Job":
@@ -291,6 +295,8 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	if kj.waiting == "" && !minByAnnotation && shape.unknown != "" {
 		kj.waiting = fmt.Sprintf("the gang's size is unknown: %s; set the annotation %s on the pod template",
 			shape.unknown, v1alpha1.AnnotationMinMembers)
+		kj.waitAdvice = fmt.Sprintf("install the controller's CRD and let corral read it (then restart corral), or set %s on the pod template",
+			v1alpha1.AnnotationMinMembers)
 	}
 	if kj.waiting == "" && len(kj.bound) == 0 && len(shape.later) > 0 && !minByAnnotation {
 		// The controller creates the rest only after these are placed: the

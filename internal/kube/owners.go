@@ -93,8 +93,14 @@ type gangShape struct {
 	requiredLabel  string
 	preferredLabel string
 	waiting        string // not ready to be placed: why
+	advice         string // what would end the wait, for explain
 	unknown        string // the size cannot be read: why
 }
+
+const (
+	adviceGone      = "its owner is gone or being deleted: corral places none of its pods (they are removed soon)"
+	adviceSuspended = "its owner is suspended: it starts once its queue (e.g. Kueue) admits it or someone resumes it"
+)
 
 // gangLabelsOf is the gang key of a controller's pod, "" if none: every
 // JobSet pod is one gang unless the JobSet places each child Job
@@ -143,16 +149,16 @@ func (ov *ownerView) shapeOf(kind, name string, members []*corev1.Pod) gangShape
 			}
 			obj, ok, _ := ov.jobs.GetByKey(ns + "/" + o.Name)
 			if !ok {
-				s.waiting = fmt.Sprintf("its Job %s/%s does not exist (deleted, or not seen yet)", ns, o.Name)
+				s.waiting, s.advice = fmt.Sprintf("its Job %s/%s does not exist (deleted, or not seen yet)", ns, o.Name), adviceGone
 				return s
 			}
 			j := obj.(*batchv1.Job)
 			if o.UID != "" && j.UID != o.UID {
-				s.waiting = fmt.Sprintf("its Job %s/%s was deleted and created again", ns, o.Name)
+				s.waiting, s.advice = fmt.Sprintf("its Job %s/%s was deleted and created again", ns, o.Name), adviceGone
 				return s
 			}
 			if j.DeletionTimestamp != nil {
-				s.waiting = fmt.Sprintf("its Job %s/%s is being deleted", ns, o.Name)
+				s.waiting, s.advice = fmt.Sprintf("its Job %s/%s is being deleted", ns, o.Name), adviceGone
 				return s
 			}
 		}
@@ -179,16 +185,16 @@ func object(store cache.Store, resource, kindName, ns, name string) (*unstructur
 	}
 	o, ok, _ := store.GetByKey(ns + "/" + name)
 	if !ok {
-		s.waiting = fmt.Sprintf("its %s %s/%s does not exist (deleted, or not seen yet)", kindName, ns, name)
+		s.waiting, s.advice = fmt.Sprintf("its %s %s/%s does not exist (deleted, or not seen yet)", kindName, ns, name), adviceGone
 		return nil, s, false
 	}
 	u := o.(*unstructured.Unstructured)
 	if u.GetDeletionTimestamp() != nil {
-		s.waiting = fmt.Sprintf("its %s %s/%s is being deleted", kindName, ns, name)
+		s.waiting, s.advice = fmt.Sprintf("its %s %s/%s is being deleted", kindName, ns, name), adviceGone
 		return nil, s, false
 	}
 	if susp, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend"); susp {
-		s.waiting = fmt.Sprintf("its %s %s/%s is suspended (a queue such as Kueue has not admitted it)", kindName, ns, name)
+		s.waiting, s.advice = fmt.Sprintf("its %s %s/%s is suspended (a queue such as Kueue has not admitted it)", kindName, ns, name), adviceSuspended
 		return nil, s, false
 	}
 	return u, s, true

@@ -236,3 +236,31 @@ func TestOwnerShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitAdvice: explain's advice for a waiting gang says what would end
+// the wait, not "corral places it once all pods exist" when they never will.
+func TestWaitAdvice(t *testing.T) {
+	now := metav1.NewTime(time.Unix(500, 0))
+	paused := jobSetObj("paused", map[string]any{"suspend": true, "replicatedJobs": []any{rjob("w", 1, 1, 8)}}, nil)
+	gone := jobSetObj("gone", map[string]any{"replicatedJobs": []any{rjob("w", 1, 1, 8)}}, nil)
+	gone.SetDeletionTimestamp(&now)
+	groups := ownedGroups{ov: &ownerView{jobs: store(), jobSets: store(paused, gone)}}
+	gated := pod("g").gpus(1).obj()
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/topology"}}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		"suspended": {pod("p").gpus(8).jobSet("paused", "w").obj(), adviceSuspended},
+		"deleting":  {pod("d").gpus(8).jobSet("gone", "w").obj(), adviceGone},
+		"gated":     {gated, "the pods carry scheduling gates: whoever set them (Kueue removes its own when it admits the workload) must remove them first"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kj := buildJobs([]*corev1.Pod{tc.pod}, nil, groups, nil, testCfg)[0]
+			if kj.waitAdvice != tc.want {
+				t.Errorf("advice %q, want %q", kj.waitAdvice, tc.want)
+			}
+		})
+	}
+}
