@@ -269,3 +269,62 @@ func TestNodeLeasesRenewed(t *testing.T) {
 		return l.Spec.RenewTime.After(first), "not renewed again yet"
 	})
 }
+
+// TestDevClusterSoak holds a cluster with a running gang past the node
+// monitor's grace period (50 s) and checks that no node leaves Ready and no
+// pod of the gang is lost. CORRAL_SOAK (a Go duration, e.g. 10m) makes it
+// longer; the default keeps CI short.
+func TestDevClusterSoak(t *testing.T) {
+	d := 75 * time.Second
+	if v := os.Getenv("CORRAL_SOAK"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("CORRAL_SOAK=%q: %v", v, err)
+		}
+	}
+	c := framework.Start(t, framework.Options{})
+	installCRDs(t, c)
+	createTopology(t, c, "rack")
+	nodes := addRacks(t, c, 1, 2)
+	ns := namespace(t, c, "soak-")
+	startCorral(t, c)
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		spec := gpuPodSpec(8)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g-%d", i), Namespace: ns,
+			Labels: map[string]string{"app": "soak"}, Annotations: map[string]string{v1alpha1.AnnotationGang: "soak"}}, Spec: spec}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 60*time.Second, "the gang bound", func() (bool, string) {
+		n := boundCount(podsOf(t, c, ns, "soak"))
+		return n == 2, fmt.Sprintf("%d bound", n)
+	})
+	uids := map[string]bool{}
+	for _, p := range podsOf(t, c, ns, "soak") {
+		uids[string(p.UID)] = true
+	}
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		for _, n := range nodes {
+			node, err := c.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+					t.Fatalf("node %s Ready=%s (%s) after %s", n, cond.Status, cond.Reason, time.Until(end))
+				}
+			}
+		}
+		pods := podsOf(t, c, ns, "soak")
+		if len(pods) != 2 {
+			t.Fatalf("%d pods of the gang left", len(pods))
+		}
+		for _, p := range pods {
+			if !uids[string(p.UID)] || p.DeletionTimestamp != nil {
+				t.Fatalf("pod %s replaced or being deleted", p.Name)
+			}
+		}
+	}
+}
