@@ -305,7 +305,8 @@ func TestDevClusterSoak(t *testing.T) {
 	for _, p := range podsOf(t, c, ns, "soak") {
 		uids[string(p.UID)] = true
 	}
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+	start := time.Now()
+	for end := start.Add(d); time.Now().Before(end); time.Sleep(time.Second) {
 		for _, n := range nodes {
 			node, err := c.Client.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
@@ -313,7 +314,7 @@ func TestDevClusterSoak(t *testing.T) {
 			}
 			for _, cond := range node.Status.Conditions {
 				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
-					t.Fatalf("node %s Ready=%s (%s) after %s", n, cond.Status, cond.Reason, time.Until(end))
+					t.Fatalf("node %s Ready=%s (%s) after %s", n, cond.Status, cond.Reason, time.Since(start).Round(time.Second))
 				}
 			}
 		}
