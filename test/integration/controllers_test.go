@@ -163,9 +163,12 @@ func TestJobSetGang(t *testing.T) {
 		o.SetName(name)
 		rjs, _, _ := unstructured.NestedSlice(o.Object, "spec", "replicatedJobs")
 		rjs[0].(map[string]any)["replicas"] = int64(3)
-		// No rack constraint; and kwok completes Job pods after a few
-		// seconds unless told to wait: these keep running.
-		_ = unstructured.SetNestedStringMap(rjs[0].(map[string]any), map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "600000"},
+		// No rack constraint; and kwok completes Job pods after 1-6 s
+		// unless its stage's delay and jitter (Go durations; the stage
+		// takes the jitter when it is not above the delay) say otherwise:
+		// these keep running.
+		_ = unstructured.SetNestedStringMap(rjs[0].(map[string]any), map[string]string{
+			"pod-complete.stage.kwok.x-k8s.io/delay": "1h", "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h"},
 			"template", "spec", "template", "metadata", "annotations")
 		_ = unstructured.SetNestedSlice(o.Object, rjs, "spec", "replicatedJobs")
 		create(t, c, ns, o)
