@@ -22,7 +22,8 @@ lint: ## gofmt and go vet
 unit: ## Unit tests of every package but the integration suite
 	$(GO) test -count=1 $(PKGS)
 
-integration: tools controllers ## Integration tests against kube-apiserver + etcd + controller-manager + kwok
+integration: tools ## Integration tests against kube-apiserver + etcd + controller-manager + kwok (+ JobSet, LWS, KubeRay)
+	bash hack/tools/controllers.sh jobset lws kuberay
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 fuzz: ## Short fuzzing runs of the trace and cluster readers
