@@ -38,7 +38,8 @@ chromium: ## Install Debian's chromium for the report's browser checks, if missi
 		echo "chromium could not be installed: TestReportInBrowser will skip"; \
 	else echo "no chromium, and apt-get needs root: TestReportInBrowser will skip (apt-get install -y chromium)"; fi
 
-integration: tools ## Integration tests against kube-apiserver + etcd + controller-manager + kwok
+integration: tools ## Integration tests against kube-apiserver + etcd + controller-manager + kwok (+ JobSet, LWS, KubeRay)
+	bash hack/tools/controllers.sh jobset lws kuberay
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 fuzz: ## Short fuzzing runs of the trace and cluster readers

@@ -275,6 +275,7 @@ func TestClusterRole(t *testing.T) {
 		"batch/jobs":                                read,
 		"jobset.x-k8s.io/jobsets":                   read,
 		"leaderworkerset.x-k8s.io/leaderworkersets": read,
+		"ray.io/rayclusters":                        read,
 		"corral.dev/corraltopologies":               read,
 		"corral.dev/corraltopologies/status":        {"patch", "update"},
 		"corral.dev/corralqueues":                   read,

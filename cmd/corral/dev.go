@@ -35,6 +35,7 @@ type devUpOptions struct {
 	metricsAddr, healthAddr    string
 	logLevel                   string
 	startTimeout               time.Duration
+	with                       []string
 }
 
 // newDevCmd is `corral dev`: local development clusters.
@@ -75,7 +76,8 @@ for. The DeviceClass gpu.nvidia.com is created in every mode.`,
 		Example: `  make dev-cluster                              # make tools, then this command
   go run ./cmd/corral dev up
   go run ./cmd/corral dev up --gpu-mode dra
-  go run ./cmd/corral dev up --blocks 1 --racks 4 --nodes 8 --keep`,
+  go run ./cmd/corral dev up --blocks 1 --racks 4 --nodes 8 --keep
+  go run ./cmd/corral dev up --with jobset,lws,kuberay   # make controllers first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDevUp(cmd, o)
@@ -95,6 +97,7 @@ for. The DeviceClass gpu.nvidia.com is created in every mode.`,
 	f.StringVar(&o.healthAddr, "health-address", "", "serve /healthz and /readyz here, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&o.logLevel, "log-level", "info", "scheduler log level: debug, info, warn or error")
 	f.DurationVar(&o.startTimeout, "start-timeout", 3*time.Minute, "bound on starting the control plane")
+	f.StringSliceVar(&o.with, "with", nil, "also run these workload controllers, built by 'make controllers': jobset, lws, kuberay (see docs/controllers/)")
 	return cmd
 }
 
@@ -160,6 +163,18 @@ func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
+	}
+	var controllers []framework.Controller
+	for _, w := range o.with {
+		switch n := framework.Controller(strings.TrimSpace(w)); n {
+		case framework.JobSet, framework.LeaderWorkerSet, framework.KubeRay:
+			controllers = append(controllers, n)
+		default:
+			return fmt.Errorf("--with %q: want jobset, lws or kuberay", w)
+		}
+	}
+	if missing := framework.ControllersMissing(controllers...); len(missing) > 0 {
+		return fmt.Errorf("--with: missing %v; build them with 'make controllers'", missing)
 	}
 	root, err := framework.RepoRoot()
 	if err != nil {
@@ -236,6 +251,14 @@ func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 			return fmt.Errorf("interrupted while setting up the cluster")
 		}
 		return err
+	}
+	// Before the scheduler starts: it discovers the controllers' resources
+	// once, at start.
+	for _, n := range controllers {
+		fmt.Fprintf(errw, "corral dev: starting %s ...\n", n)
+		if err := c.StartController(setupCtx, n); err != nil {
+			return err
+		}
 	}
 
 	cfg := rest.CopyConfig(c.RESTConfig)

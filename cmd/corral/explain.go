@@ -108,4 +108,7 @@ func printExplanation(w io.Writer, e *kube.Explanation) {
 		}
 		fmt.Fprintf(w, "  - %s\n", s)
 	}
+	for _, s := range e.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", s)
+	}
 }

@@ -77,6 +77,9 @@ func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engi
 			ann[v1alpha1.AnnotationAssignedMIG] = m
 		}
 	}
+	for k, v := range w.bindAnnotations[string(pod.UID)] { // holds.go
+		ann[k] = v
+	}
 	if plans := w.claimPlans(string(pod.UID)); len(plans) > 0 {
 		if err := b.allocateClaims(ctx, w, pod, pb, plans); err != nil {
 			return err

@@ -61,6 +61,9 @@ type Cache struct {
 	topologies  cache.SharedIndexInformer // nil when the CRD is not installed
 	queues      cache.SharedIndexInformer // nil when the CRD is not installed
 	podGroupGVR schema.GroupVersionResource
+	// ownerInformers read the workload controllers' objects (owners.go),
+	// one per resource the API server serves.
+	ownerInformers map[schema.GroupVersionResource]cache.SharedIndexInformer
 
 	wake chan struct{}
 	// cel keeps compiled DRA selectors by expression text, and their
@@ -114,6 +117,12 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterCon
 	if served[queueGVR] {
 		c.queues = c.dynF.ForResource(queueGVR).Informer()
 	}
+	c.ownerInformers = map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	for _, gvr := range ownerGVRs {
+		if served[gvr] {
+			c.ownerInformers[gvr] = c.dynF.ForResource(gvr).Informer()
+		}
+	}
 	for _, inf := range c.informers() {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { c.Wake() },
@@ -137,13 +146,18 @@ func (c *Cache) informers() []cache.SharedIndexInformer {
 	if c.queues != nil {
 		out = append(out, c.queues)
 	}
+	for _, gvr := range ownerGVRs {
+		if inf := c.ownerInformers[gvr]; inf != nil {
+			out = append(out, inf)
+		}
+	}
 	return out
 }
 
 // servedResources asks discovery which of the optional resources exist.
 func servedResources(client kubernetes.Interface) map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
-	for _, gvr := range append(append([]schema.GroupVersionResource(nil), podGroupVersions...), topologyGVR, queueGVR) {
+	for _, gvr := range append(append(append([]schema.GroupVersionResource(nil), podGroupVersions...), topologyGVR, queueGVR), ownerGVRs...) {
 		list, err := client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 		if err != nil {
 			continue

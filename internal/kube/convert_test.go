@@ -151,7 +151,7 @@ func TestBuildJobs(t *testing.T) {
 		},
 		"a gang waits until all its pods exist": {
 			pods: []*corev1.Pod{pod("t-0").gpus(8).ownedByJob("train").obj()},
-			want: []jobView{{Key: "job/ns/train", Pods: 1, Min: 4, Request: req(2000, 4096, 8), Waiting: "gang waits for its pods: 1 of 4 exist"}},
+			want: []jobView{{Key: "job/ns/train", Pods: 1, Min: 4, Request: req(2000, 4096, 8), Waiting: "gang waits for its pods: 1 of 4 pods exist"}},
 		},
 		"a PodGroup gives the minimum and the required level": {
 			pods: []*corev1.Pod{pod("a").gpus(1).group("pg").obj(), pod("b").gpus(1).group("pg").obj()},

@@ -3,9 +3,11 @@ package kube
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
@@ -33,6 +35,9 @@ type Explanation struct {
 	Reason      string   `json:"reason,omitempty"`
 	Level       string   `json:"level,omitempty"`
 	Suggestions []string `json:"suggestions,omitempty"`
+	// Warnings are problems that do not stop the job (e.g. a preferred
+	// level the Topology does not define, which is ignored).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Explain builds a snapshot, runs one cycle without writing anything, and
@@ -66,10 +71,14 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		shapes = append(shapes, fmt.Sprintf("%d×[%s]", ps.Count, ps.Request.String()))
 	}
 	e.Shape = strings.Join(shapes, " + ")
+	e.Warnings = kj.warnings
 	p := kj.pods[ref]
 	switch {
 	case p.Spec.NodeName != "":
 		e.State, e.Node, e.GPUs = "bound", p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationAssignedGPUs]
+		if p.Annotations[v1alpha1.AnnotationHeldRoom] != "" {
+			e.Reason = heldMessage(p.Annotations) // holds.go
+		}
 		return e, nil
 	case kj.invalid != "":
 		e.State, e.Reason = "invalid", kj.invalid
@@ -78,6 +87,9 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 	case kj.waiting != "":
 		e.State, e.Reason = "waiting-for-pods", kj.waiting
 		e.Suggestions = []string{"corral places the gang once all its pods (and their ResourceClaims) exist"}
+		if kj.waitAdvice != "" {
+			e.Suggestions = []string{kj.waitAdvice}
+		}
 		return e, nil
 	case kj.refused != nil:
 		e.State, e.Reason, e.Level = "refused", kj.refused.message, "queue"
@@ -107,31 +119,69 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		if pe.Reason.Verdict == placement.NeverFits {
 			e.State = "never-fits"
 		}
-		e.Suggestions = suggest(kj.job, pe.Reason)
+		e.Suggestions = suggest(w.state, kj, pe.Reason)
 	}
 	return e, nil
 }
 
-// suggest says what would have to change for a waiting job to start.
-func suggest(j *workload.Job, r engine.Reason) []string {
+// suggest says what would have to change for a waiting job to start,
+// checked against the cluster: a level that does not exist is named as
+// such, removing a constraint is offered only where the cluster has the
+// room for the job without it, and running work is blamed only when it is
+// not the gang's own bound part.
+func suggest(st *cluster.State, kj *kjob, r engine.Reason) []string {
+	j := kj.job
 	var out []string
+	need := waitingGPUMilli(kj)
+	gpus := func(milli int64) string { return strconv.FormatFloat(float64(milli)/1000, 'f', -1, 64) }
+	if lv := j.Topology.Required; lv != "" && st.LevelIndex(lv) < 0 {
+		return []string{fmt.Sprintf("%s names the level %q, which the Topology does not define (levels: %s): name one of them",
+			v1alpha1.AnnotationRequiredTopology, lv, strings.Join(st.Levels(), ", "))}
+	}
 	switch r.Verdict {
 	case placement.NeverFits:
 		out = append(out, "no domain the job may use could hold it even on an empty cluster: waiting or preempting will not help")
-		if j.Topology.Required != "" {
+		if j.Topology.Required != "" && need <= st.CapacityMilli() {
 			out = append(out, fmt.Sprintf("remove %s (or name a wider level) to let the gang span more than one %s",
 				v1alpha1.AnnotationRequiredTopology, j.Topology.Required))
 		}
 		out = append(out, "or ask for fewer pods or fewer GPUs per pod")
 	case placement.WaitFree:
+		if len(kj.bound) > 0 {
+			out = append(out, fmt.Sprintf("%d of its %d pods are bound already; the others wait for room beside them", len(kj.bound), len(kj.refs)))
+		}
 		if r.Pods > r.BestFits && r.Best != "" {
 			out = append(out, fmt.Sprintf("%d more of the %d pods must fit in one %s: %s %s is the closest (it fits %d now)",
 				r.Pods-r.BestFits, r.Pods, r.Level, r.Level, r.Best, r.BestFits))
 		}
+		free := st.FreeMilli()
+		if need > free {
+			out = append(out, fmt.Sprintf("the cluster has %s GPUs free and the waiting pods need %s: it starts when running work ends or is preempted",
+				gpus(free), gpus(need)))
+			break
+		}
 		out = append(out, "it starts on its own when running work there ends")
 		if j.Topology.Required != "" {
-			out = append(out, fmt.Sprintf("or remove %s to let it span %ss now", v1alpha1.AnnotationRequiredTopology, j.Topology.Required))
+			out = append(out, fmt.Sprintf("or remove %s to let it span %ss now (the cluster has %s GPUs free)",
+				v1alpha1.AnnotationRequiredTopology, j.Topology.Required, gpus(free)))
 		}
 	}
 	return out
+}
+
+// waitingGPUMilli is the GPU-milli of the job's pods not bound yet,
+// members its controller has not created included.
+func waitingGPUMilli(kj *kjob) int64 {
+	var milli int64
+	for _, ref := range kj.refs {
+		if _, ok := kj.bound[ref]; !ok {
+			milli += kj.job.PodSets[ref.PodSet].Request.GPUMilliTotal()
+		}
+	}
+	if kj.laterFrom >= 0 {
+		for _, ps := range kj.job.PodSets[kj.laterFrom:] {
+			milli += int64(ps.Count) * ps.Request.GPUMilliTotal()
+		}
+	}
+	return milli
 }

@@ -38,9 +38,9 @@ func TestExplainAgreesWithTheCondition(t *testing.T) {
 		condition string // the PodScheduled message the cycle writes; "" none (bound)
 	}{
 		// The issue: explain said "gang minimum 1" while the condition said
-		// "1 of 6 exist".
+		// "1 of 6 pods exist".
 		"waiting for its pods": {objs: []runtime.Object{job("full", 6, 0), member("full-0", "full")}, pod: "full-0",
-			state: "waiting-for-pods", gangMin: 6, condition: "gang waits for its pods: 1 of 6 exist"},
+			state: "waiting-for-pods", gangMin: 6, condition: "gang waits for its pods: 1 of 6 pods exist"},
 		"five of six indexes completed: capped, it runs": {objs: []runtime.Object{job("idx", 6, 5), member("idx-5", "idx")}, pod: "idx-5",
 			state: "would-bind", gangMin: 1, note: "capped at 1"},
 	}

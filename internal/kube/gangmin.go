@@ -28,7 +28,7 @@ func capGangMin(minMembers, canExist int, kind, name string) (int, string) {
 // waits. The pod condition and `corral explain` both show it, and explain's
 // numbers come from the same minimum (gangMinimum).
 func gangWaitMessage(exist, minimum int) string {
-	return fmt.Sprintf("gang waits for its pods: %d of %d exist", exist, minimum)
+	return fmt.Sprintf("gang waits for its pods: %d of %d pods exist", exist, minimum)
 }
 
 // gangMinimum is the minimum the gang's state is judged by: the declared

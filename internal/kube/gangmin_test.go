@@ -28,10 +28,10 @@ func TestGangMinCapped(t *testing.T) {
 		"five indexes completed: capped at the one that can run": {pods: []*corev1.Pod{member("idx", 5)}, min: 1, shown: 1,
 			note: "gang minimum 6 (corral.dev/min-members) capped at 1: Job idx can run at most 1 pods now"},
 		"the owner can run six: not capped, waits for them": {pods: []*corev1.Pod{member("full", 0)}, min: 6, shown: 6,
-			waiting: "gang waits for its pods: 1 of 6 exist"},
+			waiting: "gang waits for its pods: 1 of 6 pods exist"},
 		"a bare gang's owner says nothing: not capped": {
 			pods: []*corev1.Pod{pod("a").gpus(1).ann(v1alpha1.AnnotationGang, "g").ann(v1alpha1.AnnotationMinMembers, "3").obj()},
-			min:  3, shown: 3, waiting: "gang waits for its pods: 1 of 3 exist"},
+			min:  3, shown: 3, waiting: "gang waits for its pods: 1 of 3 pods exist"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -14,11 +14,9 @@ import (
 	"github.com/corral-dev/corral/internal/workload"
 )
 
-// Owner labels of workload controllers whose pods form one gang.
+// Owner labels of workload controllers whose pods form one gang, beyond
+// those whose objects corral reads (owners.go).
 var gangLabels = []struct{ kind, label string }{
-	{"JobSet", "jobset.sigs.k8s.io/jobset-name"},
-	{"LeaderWorkerSet", "leaderworkerset.sigs.k8s.io/name"},
-	{"RayCluster", "ray.io/cluster"},
 	{"KubeflowJob", "training.kubeflow.org/job-name"},
 }
 
@@ -55,6 +53,22 @@ type kjob struct {
 	refused *refusal
 	// capped says why the gang minimum is below the declared one (gangmin.go).
 	capped string
+	// laterFrom is the first pod set of members the controller has not
+	// created yet (they exist only in the engine's job, so that the gang
+	// is placed whole, and have no pod); -1 when there are none.
+	laterFrom int
+	// holdFor is how long their room is held once the first pods are bound.
+	holdFor time.Duration
+	// warnings are problems that do not stop the job, for explain.
+	warnings []string
+	// waitAdvice is what would end the wait, for explain; empty: the
+	// controller is still creating the gang's pods.
+	waitAdvice string
+}
+
+// isLater reports whether ref names a member not created yet.
+func (k *kjob) isLater(ref workload.PodRef) bool {
+	return k.laterFrom >= 0 && ref.PodSet >= k.laterFrom
 }
 
 // pending reports whether some pod still waits for a node.
@@ -69,12 +83,11 @@ func gangKey(p *corev1.Pod) (key, kind, name string) {
 	if g := p.Annotations[v1alpha1.AnnotationGang]; g != "" {
 		return "gang/" + ns + "/" + g, "Gang", g
 	}
+	if key, kind, name := controllerGang(p); key != "" { // owners.go
+		return key, kind, name
+	}
 	for _, gl := range gangLabels {
 		if v := p.Labels[gl.label]; v != "" {
-			if gl.kind == "LeaderWorkerSet" {
-				// Each replica group (a leader and its workers) is one gang.
-				v += "/" + p.Labels["leaderworkerset.sigs.k8s.io/group-index"]
-			}
 			return strings.ToLower(gl.kind) + "/" + ns + "/" + v, gl.kind, v
 		}
 	}
@@ -115,7 +128,7 @@ func buildJobs(pods []*corev1.Pod, assumed map[string]string, groups groupLookup
 func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups groupLookup, levels map[string]string, cfg adapterConfig) *kjob {
 	first := members[0]
 	_, kind, name := gangKey(first)
-	kj := &kjob{key: key, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}}
+	kj := &kjob{key: key, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}, laterFrom: -1}
 	// The queue is resolved against the Queue objects later (world.admit).
 	j := &workload.Job{ID: workload.JobID(key), Namespace: first.Namespace, Queue: first.Labels[v1alpha1.LabelQueue],
 		Source: first.Namespace + "/" + first.Name}
@@ -176,6 +189,17 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 
 	// The gang minimum and topology: annotations win over what the owner says.
 	minMembers, canExist := 0, -1
+	var shape gangShape
+	if or, ok := groups.(ownerReader); ok {
+		shape = or.owners().shapeOf(kind, name, members) // owners.go
+		minMembers = shape.min
+	}
+	if g := gatedPods(members); g != "" {
+		kj.waiting = g
+		kj.waitAdvice = "the pods carry scheduling gates: whoever set them (Kueue removes its own when it admits the workload) must remove them first"
+	} else if shape.waiting != "" {
+		kj.waiting, kj.waitAdvice = shape.waiting, shape.advice
+	}
 	switch kind {
 	case "Job":
 		if par, ok := groups.jobParallelism(first.Namespace, name); ok {
@@ -197,16 +221,35 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		}
 	}
 	ann := first.Annotations
+	minByAnnotation := false
 	if v := ann[v1alpha1.AnnotationMinMembers]; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			problems = append(problems, fmt.Sprintf("annotation %s=%q: want a positive integer", v1alpha1.AnnotationMinMembers, v))
 		} else {
-			minMembers = n
+			minMembers, minByAnnotation = n, true
 		}
 	}
 	minMembers, kj.capped = capGangMin(minMembers, canExist, kind, name)
 	j.MinMembers = minMembers
+	// Levels the owner or Kueue names by node label (owners.go).
+	for _, t := range []struct {
+		label, what string
+		dst         *string
+	}{
+		{shape.requiredLabel, kind + " exclusive topology", &j.Topology.Required},
+		{ann[kueueRequiredTopology], "annotation " + kueueRequiredTopology, &j.Topology.Required},
+		{ann[kueuePreferredTopo], "annotation " + kueuePreferredTopo, &j.Topology.Preferred},
+	} {
+		if t.label == "" || *t.dst != "" {
+			continue
+		}
+		if lv, ok := levelByLabel(levels, t.label); ok {
+			*t.dst = lv
+		} else if t.dst == &j.Topology.Required {
+			problems = append(problems, fmt.Sprintf("%s %q is not the node label of a level of the cluster's Topology", t.what, t.label))
+		}
+	}
 	if v := ann[v1alpha1.AnnotationRequiredTopology]; v != "" {
 		j.Topology.Required = v
 	}
@@ -214,6 +257,15 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		j.Topology.Preferred = v
 	}
 	problems = append(problems, coLocate(j, members, groups.eligibility(), levels)...) // affinity.go
+	if pref := j.Topology.Preferred; pref != "" {
+		if _, ok := levels[pref]; !ok {
+			// A preference is not a constraint: one the Topology does not
+			// define is dropped with a warning, the job is placed anyway.
+			j.Topology.Preferred = ""
+			kj.warnings = append(kj.warnings, fmt.Sprintf("preferred level %q is not a level of the cluster's Topology (levels: %s); ignored",
+				pref, strings.Join(sortedKeys(levels), ", ")))
+		}
+	}
 	for _, d := range []struct {
 		key string
 		dst *time.Duration
@@ -247,10 +299,69 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		kj.invalid = strings.Join(problems, "; ")
 		return kj
 	}
-	if minMembers > len(members) && kj.waiting == "" {
-		kj.waiting = gangWaitMessage(len(members), minMembers)
+	if kj.waiting == "" && !minByAnnotation && shape.unknown != "" {
+		kj.waiting = fmt.Sprintf("the gang's size is unknown: %s; set the annotation %s on the pod template",
+			shape.unknown, v1alpha1.AnnotationMinMembers)
+		kj.waitAdvice = fmt.Sprintf("install the controller's CRD and let corral read it (then restart corral), or set %s on the pod template",
+			v1alpha1.AnnotationMinMembers)
+	}
+	if kj.waiting == "" && len(kj.bound) == 0 && len(shape.later) > 0 && !minByAnnotation {
+		// The controller creates the rest only after these are placed: the
+		// engine places the whole gang, the adapter binds the pods that
+		// exist and holds the others' room (holds.go).
+		if why := kj.addLater(shape.later, cfg, groups); why != "" {
+			problems = append(problems, why)
+			kj.invalid = strings.Join(problems, "; ")
+			return kj
+		}
+		kj.holdFor = holdTimeout(first)
+	}
+	if exist := len(members) + kj.laterCount(); minMembers > exist && kj.waiting == "" {
+		kj.waiting = gangWaitMessage(exist, minMembers)
 	}
 	return kj
+}
+
+// addLater adds the members the controller has not created yet to the
+// engine's job, as pod sets without pods. It returns a problem when their
+// template cannot be read.
+func (k *kjob) addLater(later []laterSet, cfg adapterConfig, groups groupLookup) string {
+	k.laterFrom = len(k.job.PodSets)
+	for i, l := range later {
+		if l.tmpl == nil {
+			return "the owner's template of the members it creates later cannot be read"
+		}
+		req, err := podRequest(l.tmpl, cfg.gpuResource, cfg.draDriver, groups)
+		if err != nil {
+			return fmt.Sprintf("the members created later: %v", err)
+		}
+		if req.DRA {
+			// Their claims do not exist yet: nothing could be held for them.
+			return "members created later ask for DRA claims; corral cannot hold their devices: set " +
+				v1alpha1.AnnotationMinMembers + " to the pods created first"
+		}
+		k.job.PodSets = append(k.job.PodSets, workload.PodSet{Name: fmt.Sprintf("later-%d", i), Count: l.count, Request: req})
+	}
+	return ""
+}
+
+func (k *kjob) laterCount() int {
+	n := 0
+	if k.laterFrom >= 0 {
+		for _, ps := range k.job.PodSets[k.laterFrom:] {
+			n += ps.Count
+		}
+	}
+	return n
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func levelByLabel(levels map[string]string, label string) (string, bool) {

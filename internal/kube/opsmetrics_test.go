@@ -130,7 +130,7 @@ func TestPendingReasons(t *testing.T) {
 	w := opsWorld(t, pod("held").gpus(1).queue("q").obj(), pod("bad").gpus(1).queue("q").obj(),
 		pod("early").gpus(1).queue("q").obj(), pod("typo").gpus(1).queue("nope").obj())
 	w.byID["pod/ns/bad"].invalid = "pod bad: bad annotation"
-	w.byID["pod/ns/early"].waiting = "gang waits for its pods: 1 of 2 exist"
+	w.byID["pod/ns/early"].waiting = "gang waits for its pods: 1 of 2 pods exist"
 	w.byID["pod/ns/typo"].refused = &refusal{reason: "QueueNotFound", message: "no queue nope"}
 	held := map[workload.JobID][]string{"pod/ns/held": {"victim"}}
 	got := pendingReasons(w, engine.Plan{}, held)

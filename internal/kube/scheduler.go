@@ -264,6 +264,14 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		res.PodsBound++
 		s.reporter.scheduled(rb.pod, rb.node, " (its claims were already allocated)")
 	}
+	for _, sb := range w.slotBinds { // holds.go
+		if err := s.binder.bindPod(ctx, w, sb.pod, engine.PodBind{Node: sb.node, Devices: sb.gpus}); err != nil {
+			res.BindErrors = append(res.BindErrors, fmt.Errorf("binding %s/%s into its held room: %w", sb.pod.Namespace, sb.pod.Name, err))
+			continue
+		}
+		res.PodsBound++
+		s.reporter.scheduled(sb.pod, sb.node, " (into the room its gang held for it)")
+	}
 	held := s.holdPreemptors(w, start)
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
@@ -320,6 +328,8 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 				"layout", formatLayout(rp.Layout), "reason", rp.Reason)
 		}
 	}
+	// Members not created yet keep their room on the first pod's binding.
+	binds = w.holdLater(binds, start)
 	// Gangs bind concurrently, each in pod order on its own worker: the
 	// API round trips, not the engine, bound a cycle's throughput.
 	var mu sync.Mutex
@@ -342,6 +352,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 					detail += "; " + kj.capped
 				}
 				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
+				if ann := w.bindAnnotations[string(kj.pods[pb.Pod].UID)]; ann != nil {
+					s.reporter.event(kj.pods[pb.Pod], corev1.EventTypeNormal, "RoomHeld", "Hold", "%s", heldMessage(ann))
+				}
 			}
 			s.metrics.podsBound.Add(float64(n))
 			mu.Lock()

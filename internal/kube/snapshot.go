@@ -45,6 +45,11 @@ type world struct {
 	// pods is every pod the informer showed when the world was built, in
 	// namespace/name order: health, history and remediation read it too.
 	pods []*corev1.Pod
+	// slotBinds are late gang members bound into the room held for them
+	// (holds.go); bindAnnotations are extra annotations for a pod's
+	// binding (the room its gang holds), by pod UID.
+	slotBinds       []slotBind
+	bindAnnotations map[string]map[string]string
 }
 
 type resumeBind struct {
@@ -179,8 +184,14 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 		}
 	}
 	claims := c.listClaims()
+	// Room held for gang members not created yet (holds.go): late members
+	// that exist now are assumed into their places before accounting.
+	slotBinds, emptyHeld, warns := heldRoom(pods, assumed, c.cfg, now)
+	w.slotBinds = slotBinds
+	w.warnings = append(w.warnings, warns...)
 	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
 	w.warnings = append(w.warnings, warns...)
+	w.warnings = append(w.warnings, chargeHeld(state, emptyHeld)...)
 	w.holds = holds
 
 	// The DRA inventory: counters used by allocated devices, and devices

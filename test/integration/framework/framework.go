@@ -778,7 +778,10 @@ leaderElection:
 }
 
 // KwokNodeAnnotation marks nodes that kwok manages (see AddGPUNode).
+// NodeLeaseSeconds is the node Lease duration kwok renews (it renews at a
+// quarter of it, as the kubelet does).
 const (
+	NodeLeaseSeconds        = 40
 	KwokNodeAnnotation      = "kwok.x-k8s.io/node"
 	KwokNodeAnnotationValue = "fake"
 )
@@ -789,6 +792,11 @@ func (c *Cluster) startKwok() error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
 		"--server-address=127.0.0.1:0",
+		// Without a lease duration kwok renews no node Leases, and once the
+		// node monitor grace period passes kube-controller-manager marks every
+		// node Ready=Unknown (about once a minute, for a few seconds): corral
+		// would then remediate running pods. kwokctl uses 40 s too.
+		"--node-lease-duration-seconds=" + strconv.Itoa(NodeLeaseSeconds),
 	}
 	for _, s := range c.bins.kwokStages {
 		args = append(args, "--config="+s)
