@@ -47,9 +47,9 @@ func TestEarliest(t *testing.T) {
 		want     Slot
 		wantOK   bool
 	}{
-		"one node frees first":              {pods: 1, want: Slot{Start: now.Add(time.Hour), Level: 2, Nodes: []int{0}, Releases: 1}, wantOK: true},
-		"two nodes wait for both ends":      {pods: 2, required: "rack", want: Slot{Start: now.Add(3 * time.Hour), Level: 1, Domain: 1, Nodes: []int{0, 1}, Releases: 2}, wantOK: true},
-		"a blocked node is never offered":   {pods: 1, blocked: []int{0}, want: Slot{Start: now.Add(3 * time.Hour), Level: 2, Nodes: []int{1}, Releases: 2}, wantOK: true},
+		"one node frees first":              {pods: 1, want: Slot{Start: now.Add(time.Hour), Level: 2, Nodes: []int{0}, Releases: 1, Conf: 1}, wantOK: true},
+		"two nodes wait for both ends":      {pods: 2, required: "rack", want: Slot{Start: now.Add(3 * time.Hour), Level: 1, Domain: 1, Nodes: []int{0, 1}, Releases: 2, Conf: 1}, wantOK: true},
+		"a blocked node is never offered":   {pods: 1, blocked: []int{0}, want: Slot{Start: now.Add(3 * time.Hour), Level: 2, Nodes: []int{1}, Releases: 2, Conf: 1}, wantOK: true},
 		"a job without estimate never ends": {pods: 3, required: "rack"},
 	}
 	for name, tc := range cases {

@@ -135,7 +135,7 @@ func TestReservationReason(t *testing.T) {
 	}
 	r := p.Pending[0].Reason
 	if r.Verdict != placement.WaitFree || r.Level != "rack" || r.Best != "r0" ||
-		!strings.HasPrefix(r.Message, "rack r0 reserved, expected start in ~40 min; ") {
+		!strings.HasPrefix(r.Message, "rack r0 reserved, expected start in ~40 min (likely: confidence 100%); ") {
 		t.Errorf("reason %+v", r)
 	}
 }
