@@ -452,7 +452,7 @@ func TestWeakEstimatesDoNotHoldNodes(t *testing.T) {
 		declaredOverReal time.Duration // of the completed runs in the history
 		wantReserved     bool
 	}{
-		"declared runtimes came true: reserve": {declaredOverReal: 1, wantReserved: true},
+		"declared runtimes came true: reserve":             {declaredOverReal: 1, wantReserved: true},
 		"declared runtimes 10× too long: backfill instead": {declaredOverReal: 10},
 	}
 	for name, tc := range cases {
