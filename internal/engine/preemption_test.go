@@ -391,6 +391,9 @@ func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 			if tc.sinceCkpt == 0 {
 				v.sinceCkpt = time.Nanosecond
 			}
+			// Twenty reported checkpoints, 30 minutes apart: its own history
+			// predicts the next (issue 17).
+			v.ago = 10*time.Hour + v.sinceCkpt
 			running := []RunningJob{v.run(t, s, now)}
 			hi := build.Job("hi").Pods(2).GPUs(8).Priority(10).Obj()
 			p := New(Config{CheckpointWait: 10 * time.Minute}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
