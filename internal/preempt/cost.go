@@ -22,8 +22,10 @@ func LastCheckpoint(rj cycle.RunningJob, now time.Time) time.Time {
 
 // observedInterval is the job's own mean checkpoint interval, from its
 // last reported checkpoint: the span since its start divided by how many
-// declared intervals fit in it. ok is false before two checkpoints: one
-// report says when the schedule started, not how regular it is.
+// declared intervals fit in it. ok is false before the first report.
+// Requiring two intervals was tried (issue 17) and lost more work on the
+// issue-5 queues workload (162 against 144 GPU-hours, seeds 42-43): waiting
+// on one observed interval is right more often than evicting at once.
 func observedInterval(rj cycle.RunningJob, now time.Time) (time.Duration, bool) {
 	ci := rj.Job.CheckpointInterval
 	last := LastCheckpoint(rj, now)
@@ -32,7 +34,7 @@ func observedInterval(rj cycle.RunningJob, now time.Time) (time.Duration, bool) 
 	}
 	span := last.Sub(rj.Start)
 	n := (span + ci/2) / ci
-	if n < 2 {
+	if n < 1 {
 		return 0, false
 	}
 	return span / n, true
@@ -93,8 +95,7 @@ type Deferral struct {
 // the restart overhead, and the victims keep working meanwhile, so waiting
 // costs no GPU time, only the waiting job's latency, bounded by wait (zero:
 // DefaultCheckpointWait; negative: never wait). A victim that does not
-// checkpoint, whose own reports do not yet make the next one predictable
-// (two checkpoints at least: observedInterval), or whose predicted
+// checkpoint, has reported none yet (observedInterval), or whose predicted
 // checkpoint is overdue by more than a quarter of the wait, is evicted now
 // (ok false). running is walked in its order.
 func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bool, now time.Time, wait time.Duration) (Deferral, bool) {

@@ -29,7 +29,7 @@ func TestDeferToCheckpoint(t *testing.T) {
 		wantOK  bool
 	}{
 		// Checkpoints are only known once reported (issue 17): a victim is
-		// waited for when two or more reported intervals predict its next.
+		// waited for when its reported intervals predict its next.
 		"checkpoint in 5 min: wait for it, save 25 min on 2 GPUs": {
 			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(85),
 			want: Deferral{Retry: t0.Add(mins(90) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
@@ -42,8 +42,9 @@ func TestDeferToCheckpoint(t *testing.T) {
 			running: []cycle.RunningJob{running("a", mins(35), t0.Add(mins(80)))}, now: mins(100),
 			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2 * mins(20).Seconds()}, wantOK: true,
 		},
-		"one report is not a schedule": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(30)))}, now: mins(55),
+		"one report predicts from the span since start": {
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(40)))}, now: mins(65),
+			want: Deferral{Retry: t0.Add(mins(80) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
 		},
 		"nothing reported: evicted now": {
 			running: []cycle.RunningJob{running("a", mins(30), time.Time{})}, now: mins(25),
