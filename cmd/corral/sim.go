@@ -44,6 +44,7 @@ type simOptions struct {
 	checkpointWait                     time.Duration
 	onMaxRuntime                       string
 	starveAfter                        time.Duration
+	reserveConfidence                  float64
 	rendezvous, migReconfigure         time.Duration
 }
 
@@ -105,6 +106,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
 	f.DurationVar(&o.rendezvous, "rendezvous-timeout", sim.DefaultRendezvous, "replay: a job whose pods have not all started by then fails, frees them and is resubmitted (negative: never)")
 	f.DurationVar(&o.migReconfigure, "mig-reconfigure", sim.DefaultMIGReconfigure, "replay: how long a MIG re-partition keeps the GPU out of service (negative: instantaneous, the oracle)")
+	f.Float64Var(&o.reserveConfidence, "reserve-confidence", 0, "corral: least confidence (0-1) in a blocked job's expected start to reserve for it before it starves (0: the engine default, 0.7; negative: always)")
 	f.DurationVar(&o.starveAfter, "starve-after", 0, "corral: wait after which a job is reserved ahead of everything (0: the engine default, 24h; negative: off)")
 	return cmd
 }
@@ -208,6 +210,9 @@ func planSim(o simOptions) (*simPlan, error) {
 		if n.v < 0 {
 			return nil, fmt.Errorf("%s %d: must not be negative", n.flag, n.v)
 		}
+	}
+	if o.reserveConfidence > 1 {
+		return nil, fmt.Errorf("--reserve-confidence %g: want at most 1 (a confidence), or negative to always reserve", o.reserveConfidence)
 	}
 	p.protocol = sim.Replay
 	if strings.HasPrefix(o.trace, "openb:") {
@@ -347,7 +352,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		for _, pol := range p.policies {
 			cfg := sim.Config{Policy: pol, Protocol: p.protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
-				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter},
+				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter, ReserveConfidence: o.reserveConfidence},
 				CheckpointWait: o.checkpointWait, Failures: p.failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
 			cfg.Progress = bar.start(fmt.Sprintf("%s, seed %d", pol, seed))
 			res, rej, err := sim.Run(in, cfg)

@@ -1,8 +1,6 @@
 package backfill
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"sort"
 	"time"
@@ -31,6 +29,11 @@ type Slot struct {
 	Nodes []int
 	// Releases is how many running jobs must end first.
 	Releases int
+	// Conf is the least confidence among the estimates of those jobs
+	// (Estimate.Conf); 1 when none must end. Extended counts those that
+	// outlived their first estimate.
+	Conf     float64
+	Extended int
 }
 
 // Earliest finds when gang g could start: it replays the expected ends of
@@ -46,25 +49,27 @@ type Slot struct {
 // aggregates say the gang might fit.
 func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Time, h *History, blocked func(n int) bool) (Slot, bool) {
 	type release struct {
-		at  time.Time
-		job workload.JobID
-		i   int
+		at       time.Time
+		job      workload.JobID
+		i        int
+		conf     float64
+		extended bool
 	}
 	var rel []release
 	for i, hd := range holders {
-		end := hd.End
+		end, conf, ext := hd.End, 1.0, false
 		if end.IsZero() {
-			d, _, ok := cycle.Runtime(h, hd.Job)
+			e, ok := Expect(h, hd.Job, hd.Start, now)
 			if !ok {
 				continue
 			}
-			end = hd.Start.Add(d)
+			end, conf, ext = hd.Start.Add(e.Runtime), e.Conf, e.Extended
 		}
 		if end.Before(now) {
-			// Overdue against its estimate: expected to end any moment.
+			// Past its max runtime: it is ended this cycle.
 			end = now
 		}
-		rel = append(rel, release{at: end, job: hd.Job.ID, i: i})
+		rel = append(rel, release{at: end, job: hd.Job.ID, i: i, conf: conf, extended: ext})
 	}
 	sort.Slice(rel, func(a, b int) bool {
 		if !rel[a].at.Equal(rel[b].at) {
@@ -115,7 +120,13 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 		if res.Failure != nil {
 			return Slot{}, false
 		}
-		slot := Slot{Start: at, Level: res.Level, Domain: res.Domain, Releases: k}
+		slot := Slot{Start: at, Level: res.Level, Domain: res.Domain, Releases: k, Conf: 1}
+		for _, r := range rel[:k] {
+			slot.Conf = min(slot.Conf, r.conf)
+			if r.extended {
+				slot.Extended++
+			}
+		}
 		seen := map[int]bool{}
 		for _, a := range res.Assignments {
 			if !seen[a.Node] {
@@ -170,7 +181,7 @@ func Describe(s *cluster.State, slot Slot, now time.Time) string {
 			where = fmt.Sprintf("node %s reserved", s.Domain(slot.Domain).Name)
 		}
 	}
-	return fmt.Sprintf("%s, expected start in ~%s", where, Humanize(slot.Start.Sub(now)))
+	return fmt.Sprintf("%s, expected start in ~%s%s", where, Humanize(slot.Start.Sub(now)), Sureness(slot))
 }
 
 // Humanize renders a wait roughly: "40 min", "3 h", "2.5 d".

@@ -47,9 +47,9 @@ func TestEarliest(t *testing.T) {
 		want     Slot
 		wantOK   bool
 	}{
-		"one node frees first":              {pods: 1, want: Slot{Start: now.Add(time.Hour), Level: 2, Nodes: []int{0}, Releases: 1}, wantOK: true},
-		"two nodes wait for both ends":      {pods: 2, required: "rack", want: Slot{Start: now.Add(3 * time.Hour), Level: 1, Domain: 1, Nodes: []int{0, 1}, Releases: 2}, wantOK: true},
-		"a blocked node is never offered":   {pods: 1, blocked: []int{0}, want: Slot{Start: now.Add(3 * time.Hour), Level: 2, Nodes: []int{1}, Releases: 2}, wantOK: true},
+		"one node frees first":              {pods: 1, want: Slot{Start: now.Add(time.Hour), Level: 2, Nodes: []int{0}, Releases: 1, Conf: 1}, wantOK: true},
+		"two nodes wait for both ends":      {pods: 2, required: "rack", want: Slot{Start: now.Add(3 * time.Hour), Level: 1, Domain: 1, Nodes: []int{0, 1}, Releases: 2, Conf: 1}, wantOK: true},
+		"a blocked node is never offered":   {pods: 1, blocked: []int{0}, want: Slot{Start: now.Add(3 * time.Hour), Level: 2, Nodes: []int{1}, Releases: 2, Conf: 1}, wantOK: true},
 		"a job without estimate never ends": {pods: 3, required: "rack"},
 	}
 	for name, tc := range cases {
@@ -79,5 +79,32 @@ func TestEarliest(t *testing.T) {
 				t.Errorf("Earliest changed the view it was given: %d GPU-milli free, want 0", free)
 			}
 		})
+	}
+}
+
+// TestEarliestExtendsOverdueHolders: a job 3 h into a declared 1 h run is
+// not taken to end now (which let nothing backfill before a reservation
+// that never came); with no longer runs known its estimate doubles to 6 h,
+// so the gang's start is in 3 h, said to rest on an extended estimate.
+func TestEarliestExtendsOverdueHolders(t *testing.T) {
+	now := time.Unix(1_000_000, 0).UTC()
+	s := build.State(build.Topo("rack"), build.Racks(1, 1))
+	j := build.Job("late").GPUs(8).Expected(time.Hour).Obj()
+	a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
+	for k := range 8 {
+		a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: workload.MilliPerGPU})
+	}
+	if err := s.Allocate(0, a); err != nil {
+		t.Fatal(err)
+	}
+	holders := []Holder{{Job: j, Start: now.Add(-3 * time.Hour), Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, Node: 0, Alloc: a}}}}
+	g := placement.Gang{Required: -1, Preferred: -1}
+	build.Job("g").GPUs(8).Obj().EachPod(func(ref workload.PodRef, r workload.Request) {
+		pr, _ := placement.Resolve(s, ref, r)
+		g.Pods = append(g.Pods, pr)
+	})
+	slot, ok := Earliest(s, holders, g, now, &History{}, nil)
+	if !ok || !slot.Start.Equal(now.Add(3*time.Hour)) || slot.Extended != 1 || slot.Conf != 0.5 {
+		t.Fatalf("Earliest = %+v, %v; want a start in 3 h on one extended estimate at confidence 0.5", slot, ok)
 	}
 }

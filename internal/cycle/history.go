@@ -40,12 +40,103 @@ const (
 // snapshot; the engine only reads it. The zero value is empty and usable.
 type History struct {
 	keys map[string]*window
+	// acc scores each kind of estimate (declared, learned) against the
+	// runtimes that came true: what Confidence reports.
+	acc map[Source]*scores
 }
 
 type window struct {
-	runs []time.Duration // ring of the last HistoryWindow runtimes
+	runs   []time.Duration // ring of the last HistoryWindow runtimes
+	next   int
+	p      time.Duration   // the percentile of runs, kept current by Observe
+	sorted []time.Duration // runs ascending, kept current by Observe
+}
+
+// scores is a ring of the last HistoryWindow accuracies of one kind of
+// estimate, each min(actual, estimate) / max(actual, estimate).
+type scores struct {
+	v    []float64
 	next int
-	p    time.Duration // the percentile of runs, kept current by Observe
+	sum  float64
+}
+
+func (s *scores) add(x float64) {
+	if len(s.v) < HistoryWindow {
+		s.v = append(s.v, x)
+		s.sum += x
+		return
+	}
+	s.sum += x - s.v[s.next]
+	s.v[s.next] = x
+	s.next = (s.next + 1) % HistoryWindow
+}
+
+// Confidence is how far estimates from src have come true, in [0, 1]: the
+// mean over the last completed runs of min(actual, estimate) /
+// max(actual, estimate). Learned sources share one score (they are one
+// method on keys of different width). Zero until MinSamples runs were
+// scored: an estimate nobody has checked is not trusted. A declared
+// runtime that is usually twice the real one scores about 0.5; the exact
+// runtime scores 1. Before that, a declared runtime or a max runtime is
+// taken at its word (an operator's own limit, a user's own claim: the
+// prior a scheduler without history has), a learned one is not.
+func (h *History) Confidence(src Source) float64 {
+	learned := src == SourceQueueShape || src == SourceQueue || src == SourceGlobal
+	if learned {
+		src = SourceGlobal
+	}
+	var s *scores
+	if h != nil && h.acc != nil {
+		s = h.acc[src]
+	}
+	if s == nil || len(s.v) < MinSamples {
+		if learned || src == SourceNone {
+			return 0
+		}
+		return 1
+	}
+	return s.sum / float64(len(s.v))
+}
+
+func (h *History) score(src Source, est, d time.Duration) {
+	if est <= 0 {
+		return
+	}
+	if h.acc == nil {
+		h.acc = map[Source]*scores{}
+	}
+	s := h.acc[src]
+	if s == nil {
+		s = &scores{}
+		h.acc[src] = s
+	}
+	s.add(float64(min(est, d)) / float64(max(est, d)))
+}
+
+// Outlived is how long a job like j that has already run elapsed is
+// expected to run in all, from the runtimes of the narrowest key with
+// MinSamples runs longer than elapsed: their EstimatePercentile. ok is
+// false when too few such runs are known (the caller then extends by its
+// own rule). This is the conditional estimate of a job that outlived its
+// first one: only runs at least as long say anything about it.
+func (h *History) Outlived(j *workload.Job, elapsed time.Duration) (time.Duration, bool) {
+	if h == nil || h.keys == nil {
+		return 0, false
+	}
+	for _, k := range keysOf(j) {
+		w := h.keys[k]
+		if w == nil {
+			continue
+		}
+		i := sort.Search(len(w.sorted), func(i int) bool { return w.sorted[i] > elapsed })
+		longer := w.sorted[i:]
+		if len(longer) < MinSamples {
+			continue
+		}
+		at := int(EstimatePercentile*float64(len(longer))+0.999999) - 1
+		return longer[max(0, min(at, len(longer)-1))], true
+	}
+	return 0, false
 }
 
 // ShapeOf is the size bucket used as "shape": the job's GPUs rounded up to a
@@ -68,6 +159,13 @@ func (h *History) Observe(j *workload.Job, d time.Duration) {
 	if d <= 0 {
 		return
 	}
+	// Score what would have been predicted before this run is known.
+	if j.ExpectedRuntime > 0 {
+		h.score(SourceDeclared, j.ExpectedRuntime, d)
+	}
+	if est, src := h.learned(j); src != SourceNone {
+		h.score(SourceGlobal, est, d)
+	}
 	if h.keys == nil {
 		h.keys = map[string]*window{}
 	}
@@ -87,6 +185,7 @@ func (h *History) Observe(j *workload.Job, d time.Duration) {
 		sort.Slice(sorted, func(a, b int) bool { return sorted[a] < sorted[b] })
 		i := int(EstimatePercentile*float64(len(sorted))+0.999999) - 1
 		w.p = sorted[max(0, min(i, len(sorted)-1))]
+		w.sorted = sorted
 	}
 }
 

@@ -135,7 +135,7 @@ func TestReservationReason(t *testing.T) {
 	}
 	r := p.Pending[0].Reason
 	if r.Verdict != placement.WaitFree || r.Level != "rack" || r.Best != "r0" ||
-		!strings.HasPrefix(r.Message, "rack r0 reserved, expected start in ~40 min; ") {
+		!strings.HasPrefix(r.Message, "rack r0 reserved, expected start in ~40 min (likely: confidence 100%); ") {
 		t.Errorf("reason %+v", r)
 	}
 }
@@ -439,5 +439,53 @@ func TestNoReservationReason(t *testing.T) {
 		if pe.Job == "second" && !strings.Contains(pe.Reason.Message, "no reservation: the room it needs is held for jobs reserved ahead of it") {
 			t.Errorf("second's reason %q", pe.Reason.Message)
 		}
+	}
+}
+
+// TestWeakEstimatesDoNotHoldNodes: a blocked gang's reservation is made
+// only when the estimates its start rests on have come true so far; when
+// declared runtimes have been ten times the real ones, the node a greedy
+// backfill would use is not held idle for a start nobody can predict, and
+// the reason says so (issue 17).
+func TestWeakEstimatesDoNotHoldNodes(t *testing.T) {
+	cases := map[string]struct {
+		declaredOverReal time.Duration // of the completed runs in the history
+		wantReserved     bool
+	}{
+		"declared runtimes came true: reserve":             {declaredOverReal: 1, wantReserved: true},
+		"declared runtimes 10× too long: backfill instead": {declaredOverReal: 10},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			w.hist = &backfill.History{}
+			past := build.Job("past").GPUs(8).Expected(tc.declaredOverReal * time.Hour).Obj()
+			for i := 0; i < 10; i++ {
+				w.hist.Observe(past, time.Hour)
+			}
+			busy := build.Job("busy").GPUs(8).Expected(time.Hour).Obj()
+			w.run(busy, "r0-n-0")
+			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			small := build.Job("small").GPUs(8).Expected(5 * time.Hour).Obj()
+			head.Submit, small.Submit = w.now, w.now.Add(time.Second)
+			w.submit(head, small)
+			p := w.runCycle()
+			reserved := len(p.Reservations) == 1 && p.Reservations[0].Job == "head"
+			if reserved != tc.wantReserved || outcomeOf(p, "small").Placed == tc.wantReserved {
+				t.Fatalf("reserved %v, small placed %v; want reserved %v (reservations %+v)",
+					reserved, outcomeOf(p, "small").Placed, tc.wantReserved, p.Reservations)
+			}
+			if !tc.wantReserved {
+				var msg string
+				for _, pe := range p.Pending {
+					if pe.Job == "head" {
+						msg = pe.Reason.Message
+					}
+				}
+				if !strings.Contains(msg, "no reservation yet") || !strings.Contains(msg, "a guess: confidence 10%") {
+					t.Errorf("head's reason %q: want it to say the start is a guess", msg)
+				}
+			}
+		})
 	}
 }

@@ -244,7 +244,7 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 			kindOf[key] = k
 		}
 		if k == preempt.NotAllowed || (k == preempt.ByPriority && m.starvedRun != nil && m.starvedRun[i]) ||
-			m.onReserved(rj) {
+			(k == preempt.ByPriority && m.onReserved(rj)) {
 			continue
 		}
 		units, kinds = m.units(i, units, kinds, k)
@@ -275,11 +275,15 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 }
 
 // onReserved reports whether a pod of rj sits on a node reserved against
-// the job being placed. Such a victim is never chosen, for priority or
-// reclaim: what it frees belongs to a reservation the preemptor would
+// the job being placed. Such a victim is never chosen for priority
+// preemption: what it frees belongs to a reservation the preemptor would
 // outlast, and placing the preemptor there would delay the reservation by
 // the preemptor's whole runtime (on gen:llm seed 42 a starved whole-cluster
-// gang was pushed back by more than four days this way).
+// gang was pushed back by more than four days this way). Reclaim passes it
+// (issue 17): a queue taking back its guarantee restores a promise made
+// before the reservation, which was built on borrowed capacity; guarding
+// reclaim too cost the issue-5 queues workload fairness (Jain 0.676
+// against 0.732).
 func (m *roomMaker) onReserved(rj RunningJob) bool {
 	if m.reserved == nil {
 		return false

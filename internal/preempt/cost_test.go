@@ -34,9 +34,10 @@ func TestRestartCost(t *testing.T) {
 		want float64 // GPU-seconds
 	}{
 		{"never checkpoints: all work since start", running(0, 0, time.Time{}), nil, t0.Add(time.Hour), 16 * 3600},
-		{"interval: work since the last multiple", running(40*time.Minute, 0, time.Time{}), nil, t0.Add(time.Hour), 16 * 20 * 60},
-		{"interval counts from the end of the overhead", running(30*time.Minute, 10*time.Minute, time.Time{}), nil,
-			t0.Add(time.Hour), 16 * (20*60 + 10*60)},
+		// Issue 17: only reported checkpoints count.
+		{"a declared interval is no report: all since start", running(40*time.Minute, 0, time.Time{}), nil, t0.Add(time.Hour), 16 * 3600},
+		{"no report: all since start plus the overhead", running(30*time.Minute, 10*time.Minute, time.Time{}), nil,
+			t0.Add(time.Hour), 16 * (3600 + 10*60)},
 		{"reported checkpoint wins", running(40*time.Minute, 0, t0.Add(55*time.Minute)), nil, t0.Add(time.Hour), 16 * 5 * 60},
 		{"reported checkpoint in the future is ignored", running(0, 0, t0.Add(2*time.Hour)), nil, t0.Add(time.Hour), 16 * 3600},
 		{"only the named pods", running(0, 0, time.Time{}), []workload.PodRef{{Job: "j", Index: 1}}, t0.Add(time.Hour), 8 * 3600},

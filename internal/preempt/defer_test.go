@@ -28,29 +28,42 @@ func TestDeferToCheckpoint(t *testing.T) {
 		want    Deferral
 		wantOK  bool
 	}{
+		// Checkpoints are only known once reported (issue 17): a victim is
+		// waited for when its reported intervals predict its next.
 		"checkpoint in 5 min: wait for it, save 25 min on 2 GPUs": {
-			running: []cycle.RunningJob{running("a", mins(30), time.Time{})}, now: mins(25),
-			want: Deferral{Retry: t0.Add(mins(30) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(85),
+			want: Deferral{Retry: t0.Add(mins(90) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
 		},
 		"the latest victim's checkpoint decides": {
-			running: []cycle.RunningJob{running("a", mins(30), time.Time{}), running("b", mins(40), time.Time{})}, now: mins(25),
-			want: Deferral{Retry: t0.Add(mins(40) + time.Second), Saved: 2*mins(25).Seconds() + 2*mins(25).Seconds()}, wantOK: true,
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60))), running("b", mins(20), t0.Add(mins(80)))}, now: mins(85),
+			want: Deferral{Retry: t0.Add(mins(100) + time.Second), Saved: 2*mins(25).Seconds() + 2*mins(5).Seconds()}, wantOK: true,
+		},
+		"its own intervals, not the declared one": {
+			running: []cycle.RunningJob{running("a", mins(35), t0.Add(mins(80)))}, now: mins(100),
+			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2 * mins(20).Seconds()}, wantOK: true,
+		},
+		"one report predicts from the span since start": {
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(40)))}, now: mins(65),
+			want: Deferral{Retry: t0.Add(mins(80) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
+		},
+		"nothing reported: evicted now": {
+			running: []cycle.RunningJob{running("a", mins(30), time.Time{})}, now: mins(25),
 		},
 		"a victim that never checkpoints is evicted now": {
-			running: []cycle.RunningJob{running("a", mins(30), time.Time{}), running("b", 0, time.Time{})}, now: mins(25),
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60))), running("b", 0, time.Time{})}, now: mins(85),
 		},
 		"checkpoint further away than the wait": {
-			running: []cycle.RunningJob{running("a", mins(60), time.Time{})}, now: mins(25),
+			running: []cycle.RunningJob{running("a", mins(60), t0.Add(mins(120)))}, now: mins(125),
 		},
 		"a negative wait never defers": {
-			running: []cycle.RunningJob{running("a", mins(30), time.Time{})}, now: mins(25), wait: -1,
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(85), wait: -1,
 		},
 		"a late checkpoint within the grace: look again soon": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(10)))}, now: mins(43),
-			want: Deferral{Retry: t0.Add(mins(43) + mins(2.5)), Saved: 2 * mins(33).Seconds()}, wantOK: true,
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(93),
+			want: Deferral{Retry: t0.Add(mins(93) + mins(2.5)), Saved: 2 * mins(33).Seconds()}, wantOK: true,
 		},
 		"a checkpoint overdue past the grace is not waited for": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(10)))}, now: mins(50),
+			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(100),
 		},
 	}
 	for name, tc := range cases {
