@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/kube"
 )

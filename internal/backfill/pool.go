@@ -1,12 +1,11 @@
 package backfill
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 )
 
 // Pool and PoolAccess are snapshot inputs; they live in internal/cycle,

@@ -6,12 +6,11 @@
 package health
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 )
 
 // Failure, Spare and Suspect are the health inputs of a snapshot; they live

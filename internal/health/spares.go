@@ -1,12 +1,11 @@
 package health
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"sort"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 )
 
 // SpareKey names one spare: its domain, and the queue whose replacements

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"context"
 	"fmt"
 	"sort"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"

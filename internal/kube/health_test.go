@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )

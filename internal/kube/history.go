@@ -1,14 +1,13 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 

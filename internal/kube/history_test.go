@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"math"
 	"sort"
@@ -12,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/queue"
 )
 

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"os"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )

@@ -1,12 +1,11 @@
 package queue
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"math"
 	"sort"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 

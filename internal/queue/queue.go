@@ -9,10 +9,10 @@
 package queue
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"strings"
+
+	"github.com/corral-dev/corral/internal/cycle"
 )
 
 // Resource, Amounts and Spec are the queue inputs of a snapshot; they live

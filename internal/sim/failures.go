@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"container/heap"
 	"fmt"
 	"math"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 

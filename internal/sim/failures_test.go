@@ -1,14 +1,13 @@
 package sim
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/workload"

@@ -1,12 +1,11 @@
 package sim
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/queue"

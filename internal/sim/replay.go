@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"container/heap"
 	"fmt"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/placement"

@@ -6,14 +6,13 @@
 package sim
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/baseline"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
 	"github.com/corral-dev/corral/internal/workload"

@@ -1,8 +1,6 @@
 package trace
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
 

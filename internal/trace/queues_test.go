@@ -1,13 +1,12 @@
 package trace
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/queue"
 )
 

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"github.com/corral-dev/corral/internal/cycle"
-
 	"context"
 	"fmt"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 )
