@@ -59,7 +59,9 @@ func TestBackfillReservation(t *testing.T) {
 			}
 			for _, p := range pods {
 				_, msg := scheduledCondition(&p)
-				if !strings.HasPrefix(msg, "rack r0 reserved, expected start in ~") || !strings.Contains(msg, " h;") {
+				// The expected start says how sure it is (issue 17).
+				if !strings.HasPrefix(msg, "rack r0 reserved, expected start in ~") || !strings.Contains(msg, " h (") ||
+					!strings.Contains(msg, "confidence") {
 					return false, fmt.Sprintf("pod %s: %q", p.Name, msg)
 				}
 			}
