@@ -68,24 +68,8 @@ func New(name string) (Scheduler, bool) {
 
 // byPriority orders pending jobs as kube-scheduler's PrioritySort and
 // Kueue's BestEffortFIFO queue do: higher priority first, then the older
-// submission, then the id.
-func byPriority(s *engine.Snapshot) []int {
-	idx := make([]int, len(s.Pending))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		ja, jb := s.Pending[idx[a]].Job, s.Pending[idx[b]].Job
-		if ja.Priority != jb.Priority {
-			return ja.Priority > jb.Priority
-		}
-		if !ja.Submit.Equal(jb.Submit) {
-			return ja.Submit.Before(jb.Submit)
-		}
-		return ja.ID < jb.ID
-	})
-	return idx
-}
+// submission, then the id (the engine's PriorityFIFO order).
+func byPriority(s *engine.Snapshot) []int { return engine.PriorityFIFO{}.Order(s) }
 
 // waitingPods resolves the job's waiting pods against the cluster in pod
 // order. A job no node could ever hold (an unknown GPU model, a pod larger
