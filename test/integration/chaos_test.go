@@ -224,7 +224,7 @@ func TestChaosBindWriteFaults(t *testing.T) {
 				}
 			}
 			reg := prometheus.NewRegistry()
-			stop := startCorralOn(t, c, client, kube.Options{Registry: reg})
+			_, stop := startCorralOn(t, c, client, kube.Options{Registry: reg})
 			done := waitAllBound(t, c, ns, 60*time.Second)
 			stop()
 			if faults.firstFault().IsZero() {
@@ -459,8 +459,9 @@ func TestChaosBurst(t *testing.T) {
 	checkAfterChaos(t, c, ns)
 }
 
-// startCorralOn runs corral in-process on the given client until stop.
-func startCorralOn(t *testing.T, c *framework.Cluster, client kubernetes.Interface, opts kube.Options) (stop func()) {
+// startCorralOn runs corral in-process on the given client (the chaos tests'
+// fault-injecting one, or the cluster's) until stop.
+func startCorralOn(t *testing.T, c *framework.Cluster, client kubernetes.Interface, opts kube.Options) (s *kube.Scheduler, stop func()) {
 	t.Helper()
 	opts.CycleInterval = 200 * time.Millisecond
 	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -479,7 +480,7 @@ func startCorralOn(t *testing.T, c *framework.Cluster, client kubernetes.Interfa
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	return stop
+	return s, stop
 }
 
 // counters reads corral's binding counters from a registry, by name and

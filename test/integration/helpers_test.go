@@ -3,10 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,24 +76,7 @@ func startCorral(t *testing.T, c *framework.Cluster) *kube.Scheduler {
 // ends.
 func startCorralWith(t *testing.T, c *framework.Cluster, opts kube.Options) (s *kube.Scheduler, stop func()) {
 	t.Helper()
-	opts.CycleInterval = 200 * time.Millisecond
-	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s, err := kube.New(c.Client, c.Dynamic, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("scheduler: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return s, stop
+	return startCorralOn(t, c, c.Client, opts)
 }
 
 type testWriter struct{ t *testing.T }
