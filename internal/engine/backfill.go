@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -63,23 +61,17 @@ const DefaultReserveConfidence = 0.7
 const DefaultStarveAfter = 24 * time.Hour
 
 // backfiller is one cycle's state for reservations, EASY backfill, pools,
-// elastic jobs and runtime limits. Cycle calls it from separate steps.
+// elastic jobs and runtime limits. Cycle calls it from separate steps; it
+// changes capacity through the cycle's ledger only.
 type backfiller struct {
 	cfg     BackfillConfig
 	v       variant
-	s       *Snapshot
-	view    *cluster.State
+	l       *ledger
 	holds   *backfill.Holds
 	pools   []*backfill.ResolvedPool
 	res     []activeReservation
 	queueRs map[string]int
 	normal  int // reservations of blocked head jobs (starved ones not counted)
-	// holders are the jobs holding capacity in the view: running jobs not
-	// evicted, and the jobs placed this cycle. Index by job id in pos.
-	holders []backfill.Holder
-	pos     map[workload.JobID]int
-	gone    map[workload.JobID]bool // evicted whole this cycle
-	shrunk  map[workload.JobID]bool
 	// fifoHead is the first blocked job under strict FIFO: nobody passes it.
 	fifoHead workload.JobID
 	// heldKey is the admit key the holds were last synced for, over heldRes
@@ -87,13 +79,11 @@ type backfiller struct {
 	synced  bool
 	heldKey string
 	heldRes int
-	// room is the cycle's preemption (issue 5), nil without it. Each side
-	// must leave alone the jobs the other evicted: releasing a pod twice
-	// would free capacity that is not there.
-	room     *roomMaker
-	qs       *queue.State // the cycle's queues (issue 5), nil without them
-	seenEvs  int
-	otherEvs map[workload.JobID]bool // jobs evicted by other steps
+	// heldAt is how many evictions the plan had when the holds were last
+	// re-taken: an eviction since may have freed capacity on held nodes.
+	heldAt int
+	room   *roomMaker   // the cycle's preemption, nil without it
+	qs     *queue.State // the cycle's queues, nil without them
 }
 
 type activeReservation struct {
@@ -102,7 +92,7 @@ type activeReservation struct {
 	nodes map[int]bool
 }
 
-func newBackfiller(cfg BackfillConfig, v variant, s *Snapshot, view *cluster.State) *backfiller {
+func newBackfiller(cfg BackfillConfig, v variant, l *ledger) *backfiller {
 	if cfg.MaxReservations == 0 {
 		cfg.MaxReservations = 1
 	}
@@ -118,46 +108,29 @@ func newBackfiller(cfg BackfillConfig, v variant, s *Snapshot, view *cluster.Sta
 	if cfg.ReserveConfidence == 0 {
 		cfg.ReserveConfidence = DefaultReserveConfidence
 	}
-	b := &backfiller{cfg: cfg, v: v, s: s, view: view, holds: backfill.NewHolds(view),
-		queueRs: map[string]int{}, pos: map[workload.JobID]int{}, gone: map[workload.JobID]bool{},
-		shrunk: map[workload.JobID]bool{}, otherEvs: map[workload.JobID]bool{}}
-	running := append([]RunningJob(nil), s.Running...)
-	sort.Slice(running, func(a, c int) bool { return running[a].Job.ID < running[c].Job.ID })
-	for _, rj := range running {
-		h := backfill.Holder{Job: rj.Job, Start: rj.Start}
-		for _, p := range rj.Pods {
-			h.Pods = append(h.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
-		}
-		b.pos[rj.Job.ID] = len(b.holders)
-		b.holders = append(b.holders, h)
-	}
-	return b
+	return &backfiller{cfg: cfg, v: v, l: l, holds: backfill.NewHolds(l.view), queueRs: map[string]int{}}
 }
 
 // resolvePools reads the snapshot's pools; only corral honours them (the
 // baselines are today's behaviour).
-func (b *backfiller) resolvePools(plan *Plan) {
+func (b *backfiller) resolvePools() {
 	if !b.v.backfill {
 		return
 	}
-	b.pools, plan.PoolProblems = backfill.Resolve(b.view, b.s.Pools)
+	b.pools, b.l.plan.PoolProblems = backfill.Resolve(b.l.view, b.l.s.Pools)
 }
 
 // enforceMaxRuntime evicts every running job past its max runtime
 // (backfill.PastMaxRuntime), prices a requeue with the restart-cost model
 // and gives the capacity back to the view.
-func (b *backfiller) enforceMaxRuntime(plan *Plan) {
-	for _, o := range backfill.PastMaxRuntime(b.s.Running, b.s.Now, b.cfg.OnMaxRuntime) {
+func (b *backfiller) enforceMaxRuntime() {
+	for _, o := range backfill.PastMaxRuntime(b.l.Running(), b.l.s.Now, b.cfg.OnMaxRuntime) {
 		if !o.Eviction.Terminal {
-			o.Eviction.LostGPUSeconds = preempt.RestartCost(o.Running, nil, b.s.Now)
+			o.Eviction.LostGPUSeconds = b.l.RestartCost(o.Running, nil)
 		}
-		for _, p := range o.Running.Pods {
-			b.view.Release(p.NodeIndex, p.Alloc)
-		}
-		plan.Evictions = append(plan.Evictions, o.Eviction)
-		b.gone[o.Running.Job.ID] = true
+		b.l.Evict(o.Eviction)
 	}
-	b.seenEvs = len(plan.Evictions)
+	b.reholdAfterEvictions()
 }
 
 // admit sets the holds for job j: nodes reserved for a job j cannot finish
@@ -207,31 +180,23 @@ func (b *backfiller) admit(j *workload.Job) string {
 // endsBefore reports whether j, started now, is expected to end by t. A job
 // without any estimate is assumed never to end.
 func (b *backfiller) endsBefore(j *workload.Job, t time.Time) bool {
-	d, _, ok := cycle.Runtime(b.s.Runtimes, j)
-	return ok && !b.s.Now.Add(d).After(t)
+	d, _, ok := cycle.Runtime(b.l.s.Runtimes, j)
+	return ok && !b.l.s.Now.Add(d).After(t)
 }
 
-// placed records a job placed this cycle as a holder and counts it as
-// backfilled when it took reserved nodes.
-func (b *backfiller) placed(j *workload.Job, gb GangBind, plan *Plan) {
-	b.syncEvictions(plan)
-	h := backfill.Holder{Job: j, Start: b.s.Now}
+// placed counts a job placed this cycle as backfilled when it took
+// reserved nodes.
+func (b *backfiller) placed(j *workload.Job, gb GangBind) {
+	b.reholdAfterEvictions()
 	onReserved := false
 	for _, p := range gb.Pods {
-		h.Pods = append(h.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 		for _, r := range b.res {
 			onReserved = onReserved || (r.job.ID != j.ID && r.nodes[p.NodeIndex])
 		}
 	}
 	if onReserved {
-		plan.Stats.Backfilled++
+		b.l.plan.Stats.Backfilled++
 	}
-	if i, ok := b.pos[j.ID]; ok {
-		b.holders[i].Pods = append(b.holders[i].Pods, h.Pods...)
-		return
-	}
-	b.pos[j.ID] = len(b.holders)
-	b.holders = append(b.holders, h)
 }
 
 // fifoBlocked says whether j must wait behind the strict-FIFO head.
@@ -244,7 +209,7 @@ func (b *backfiller) fifoBlocked() (Reason, bool) {
 }
 
 // blocked is called for a job that could not be placed now.
-func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *Plan) Reason {
+func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason) Reason {
 	if r.Verdict != placement.WaitFree {
 		return r
 	}
@@ -255,7 +220,7 @@ func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason, plan *
 		}
 		return r
 	case b.v.backfill:
-		return b.reserve(j, g, r, plan)
+		return b.reserve(j, g, r)
 	}
 	return r
 }
@@ -270,12 +235,14 @@ func (b *backfiller) reservationOf(j workload.JobID) int {
 	return -1
 }
 
-// live lists the holders still holding capacity.
-func (b *backfiller) live() []backfill.Holder {
-	var out []backfill.Holder
-	for _, h := range b.holders {
-		if !b.gone[h.Job.ID] && len(h.Pods) > 0 {
-			out = append(out, h)
+// holders lists the jobs holding capacity now, for the replay of
+// expected ends: running jobs with what they still hold, and the jobs
+// bound this cycle.
+func (b *backfiller) holders() []backfill.Holder {
+	out := make([]backfill.Holder, 0, len(b.l.jobs))
+	for _, lj := range b.l.jobs {
+		if pods := lj.pods(); len(pods) > 0 {
+			out = append(out, backfill.Holder{Job: lj.run.Job, Start: lj.run.Start, Pods: pods})
 		}
 	}
 	return out
@@ -283,11 +250,12 @@ func (b *backfiller) live() []backfill.Holder {
 
 // reserve gives a blocked job a reservation if the caps allow: the earliest
 // time its gang fits once running jobs end, and the domain where.
-func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *Plan) Reason {
+func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason) Reason {
+	plan, now := &b.l.plan, b.l.s.Now
 	if i := b.reservationOf(j.ID); i >= 0 {
 		// Reserved as a starved job: say so.
 		r.Level, r.Best, r.BestFits = plan.Reservations[i].Level, plan.Reservations[i].Domain, 0
-		r.Message = backfill.Describe(b.view, b.res[i].slot, b.s.Now) + " (waiting past the starvation age); " + r.Message
+		r.Message = backfill.Describe(b.l.view, b.res[i].slot, now) + " (waiting past the starvation age); " + r.Message
 		return r
 	}
 	if b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
@@ -295,46 +263,46 @@ func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *
 	}
 	b.normal++
 	b.queueRs[j.Queue]++
-	b.syncEvictions(plan)
-	slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, b.holds.Held)
+	b.reholdAfterEvictions()
+	slot, ok := backfill.Earliest(b.l.view, b.holders(), g, now, b.l.s.Runtimes, b.holds.Held)
 	if !ok {
 		switch {
 		case len(b.res) > 0:
 			// Earlier reservations may hold the room it needs (it would
 			// not end before they start): estimates are not the only cause.
 			r.Message += "; no reservation: the room it needs is held for jobs reserved ahead of it, or the jobs in its way have no runtime estimate"
-		case len(b.s.Running) > 0:
+		case len(b.l.s.Running) > 0:
 			// Without running jobs nothing corral knows will free the room:
 			// blaming estimates would mislead.
 			r.Message += "; no reservation: the jobs in its way have no runtime estimate"
 		}
 		return r
 	}
-	if slot.Start.After(b.s.Now) && slot.Conf < b.cfg.ReserveConfidence {
+	if slot.Start.After(now) && slot.Conf < b.cfg.ReserveConfidence {
 		// The cap stays spent: trying every blocked job's Earliest each
 		// cycle would cost a replay each.
 		r.Message += fmt.Sprintf("; no reservation yet: its start (~%s%s) rests on estimates too weak to hold nodes for; others may use them until it has waited %s",
-			backfill.Humanize(slot.Start.Sub(b.s.Now)), backfill.Sureness(slot), backfill.Humanize(b.cfg.StarveAfter))
+			backfill.Humanize(slot.Start.Sub(now)), backfill.Sureness(slot), backfill.Humanize(b.cfg.StarveAfter))
 		return r
 	}
-	rv := b.add(j, slot, plan)
+	rv := b.add(j, slot)
 	r.Level, r.Best, r.BestFits = rv.Level, rv.Domain, 0
-	r.Message = backfill.Describe(b.view, slot, b.s.Now) + "; " + r.Message
+	r.Message = backfill.Describe(b.l.view, slot, now) + "; " + r.Message
 	return r
 }
 
 // add records a reservation and puts it in the plan.
-func (b *backfiller) add(j *workload.Job, slot backfill.Slot, plan *Plan) Reservation {
+func (b *backfiller) add(j *workload.Job, slot backfill.Slot) Reservation {
 	ar := activeReservation{job: j, slot: slot, nodes: map[int]bool{}}
 	rv := Reservation{Job: j.ID, Start: slot.Start, Level: cluster.LevelCluster, Domain: cluster.LevelCluster}
 	if slot.Level > 0 {
-		rv.Level, rv.Domain = b.view.Levels()[slot.Level], b.view.Domain(slot.Domain).Name
+		rv.Level, rv.Domain = b.l.view.Levels()[slot.Level], b.l.view.Domain(slot.Domain).Name
 	}
 	for _, n := range slot.Nodes {
 		ar.nodes[n] = true
-		rv.Nodes = append(rv.Nodes, b.view.Node(n).Name)
+		rv.Nodes = append(rv.Nodes, b.l.view.Node(n).Name)
 	}
 	b.res = append(b.res, ar)
-	plan.Reservations = append(plan.Reservations, rv)
+	b.l.plan.Reservations = append(b.l.plan.Reservations, rv)
 	return rv
 }

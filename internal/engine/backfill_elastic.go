@@ -7,7 +7,6 @@ import (
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -16,15 +15,14 @@ import (
 // higher priority than j, lowest priority and latest start first, until j's
 // gang fits. It runs before any preemption: a shrunk job keeps running. If
 // shrinking cannot make room, nothing is shrunk.
-func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g placement.Gang, plan *Plan) (placement.Result, bool) {
+func (b *backfiller) shrinkFor(j *workload.Job, g placement.Gang) (placement.Result, bool) {
 	if !b.v.backfill {
 		return placement.Result{}, false
 	}
-	b.syncEvictions(plan)
+	b.reholdAfterEvictions()
 	var cands []RunningJob
-	for _, rj := range b.s.Running {
-		if rj.Job.ID != j.ID && !b.gone[rj.Job.ID] && !b.shrunk[rj.Job.ID] && !b.otherEvs[rj.Job.ID] &&
-			rj.Job.Priority <= j.Priority && len(rj.Pods) > rj.Job.GangMin() {
+	for _, rj := range b.l.Running() {
+		if rj.Job.ID != j.ID && rj.Job.Priority <= j.Priority && len(rj.Pods) > rj.Job.GangMin() {
 			cands = append(cands, rj)
 		}
 	}
@@ -49,21 +47,21 @@ func (b *backfiller) shrinkFor(placer *placement.Placer, j *workload.Job, g plac
 		last := &cuts[len(cuts)-1]
 		// One pod at a time, highest ordinal first: take no more than needed.
 		for _, p := range pods[:len(pods)-rj.Job.GangMin()] {
-			b.view.Release(p.NodeIndex, p.Alloc)
+			b.l.Vacate([]cluster.Placed{placedOf(p)})
 			b.holds.Refresh()
 			last.pods = append(last.pods, p)
-			res := placer.PlaceGang(g)
+			res := b.l.placer.PlaceGang(g)
 			if res.Failure != nil {
 				continue
 			}
-			b.commitShrink(j, cuts, plan)
+			b.commitShrink(j, cuts)
 			return res, true
 		}
 	}
 	b.restore(func() {
 		for _, c := range cuts {
 			for _, p := range c.pods {
-				_ = b.view.Allocate(p.NodeIndex, p.Alloc)
+				b.l.Restore([]cluster.Placed{placedOf(p)})
 			}
 		}
 	})
@@ -75,8 +73,12 @@ type cut struct {
 	pods []PodBind
 }
 
+func placedOf(p PodBind) cluster.Placed {
+	return cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc}
+}
+
 // commitShrink turns the pods taken in a successful shrink into evictions.
-func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
+func (b *backfiller) commitShrink(j *workload.Job, cuts []cut) {
 	for _, c := range cuts {
 		if len(c.pods) == 0 {
 			continue
@@ -84,34 +86,21 @@ func (b *backfiller) commitShrink(j *workload.Job, cuts []cut, plan *Plan) {
 		ev := Eviction{Job: c.rj.Job.ID, Cause: CauseShrink, By: j.ID,
 			Message: fmt.Sprintf("shrunk by %d pods (to %d, its minimum %d) for job %s",
 				len(c.pods), len(c.rj.Pods)-len(c.pods), c.rj.Job.GangMin(), j.ID)}
-		gone := map[workload.PodRef]bool{}
 		for _, p := range c.pods {
 			ev.Pods = append(ev.Pods, p.Pod)
-			gone[p.Pod] = true
 		}
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
 		// The pods cut lose their work since the last checkpoint, as a
 		// preemption of them would.
-		ev.LostGPUSeconds = preempt.RestartCost(c.rj, ev.Pods, b.s.Now)
-		plan.Evictions = append(plan.Evictions, ev)
-		b.shrunk[c.rj.Job.ID] = true
-		b.taken(c.rj.Job.ID)
-		if i, ok := b.pos[c.rj.Job.ID]; ok {
-			var keep []cluster.Placed
-			for _, p := range c.rj.Pods {
-				if !gone[p.Pod] {
-					keep = append(keep, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
-				}
-			}
-			b.holders[i].Pods = keep
-		}
+		ev.LostGPUSeconds = b.l.RestartCost(c.rj, ev.Pods)
+		b.l.Evict(ev)
 	}
 }
 
 // reclaimPool evicts jobs of other classes that backfill a pool of j's
 // class, cheapest restart first, until j fits. If that cannot make room,
 // nothing is evicted.
-func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g placement.Gang, plan *Plan) (placement.Result, bool) {
+func (b *backfiller) reclaimPool(j *workload.Job, g placement.Gang) (placement.Result, bool) {
 	var pools []*backfill.ResolvedPool
 	for _, p := range b.pools {
 		if p.Class == j.Class && p.Others == backfill.PoolPreemptible {
@@ -121,10 +110,10 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 	if len(pools) == 0 {
 		return placement.Result{}, false
 	}
-	b.syncEvictions(plan)
+	b.reholdAfterEvictions()
 	var cands []RunningJob
-	for _, rj := range b.s.Running {
-		if rj.Job.Class == j.Class || b.gone[rj.Job.ID] || b.shrunk[rj.Job.ID] || b.otherEvs[rj.Job.ID] {
+	for _, rj := range b.l.Running() {
+		if rj.Job.Class == j.Class {
 			continue
 		}
 		in := false
@@ -139,7 +128,7 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 	}
 	costs := map[workload.JobID]float64{}
 	for _, rj := range cands {
-		costs[rj.Job.ID] = preempt.RestartCost(rj, nil, b.s.Now)
+		costs[rj.Job.ID] = b.l.RestartCost(rj, nil)
 	}
 	sort.Slice(cands, func(a, c int) bool {
 		x, y := cands[a], cands[c]
@@ -150,12 +139,14 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 	})
 	var taken []RunningJob
 	for _, rj := range cands {
-		for _, p := range rj.Pods {
-			b.view.Release(p.NodeIndex, p.Alloc)
+		pods := make([]cluster.Placed, len(rj.Pods))
+		for i, p := range rj.Pods {
+			pods[i] = placedOf(p)
 		}
+		b.l.Vacate(pods)
 		b.holds.Refresh()
 		taken = append(taken, rj)
-		res := placer.PlaceGang(g)
+		res := b.l.placer.PlaceGang(g)
 		if res.Failure != nil {
 			continue
 		}
@@ -165,16 +156,14 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 			for _, p := range t.Pods {
 				ev.Pods = append(ev.Pods, p.Pod)
 			}
-			plan.Evictions = append(plan.Evictions, ev)
-			b.gone[t.Job.ID] = true
-			b.taken(t.Job.ID)
+			b.l.Evict(ev)
 		}
 		return res, true
 	}
 	b.restore(func() {
 		for _, t := range taken {
 			for _, p := range t.Pods {
-				_ = b.view.Allocate(p.NodeIndex, p.Alloc)
+				b.l.Restore([]cluster.Placed{placedOf(p)})
 			}
 		}
 	})
@@ -185,7 +174,7 @@ func (b *backfiller) reclaimPool(placer *placement.Placer, j *workload.Job, g pl
 // lifted so the exact allocations fit again, then taken anew.
 func (b *backfiller) restore(fn func()) {
 	held := map[int]bool{}
-	for n := 0; n < b.view.NumNodes(); n++ {
+	for n := 0; n < b.l.view.NumNodes(); n++ {
 		if b.holds.Held(n) {
 			held[n] = true
 		}
@@ -198,17 +187,18 @@ func (b *backfiller) restore(fn func()) {
 // grow places missing pods of running elastic jobs into idle capacity, but
 // only when no job is left waiting for room: grown pods are the first given
 // back (shrinkFor) when one arrives.
-func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
+func (b *backfiller) grow() {
 	if !b.v.backfill {
 		return
 	}
+	view, placer, plan := b.l.view, b.l.placer, &b.l.plan
 	for _, p := range plan.Pending {
 		if p.Reason.Verdict == placement.WaitFree {
 			return
 		}
 	}
-	b.syncEvictions(plan)
-	running := append([]RunningJob(nil), b.s.Running...)
+	b.reholdAfterEvictions()
+	running := b.l.Running()
 	sort.Slice(running, func(a, c int) bool {
 		x, y := running[a].Job, running[c].Job
 		if x.Priority != y.Priority {
@@ -221,7 +211,7 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 	})
 	for _, rj := range running {
 		j := rj.Job
-		if b.gone[j.ID] || b.shrunk[j.ID] || b.otherEvs[j.ID] || j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
+		if j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
 			continue
 		}
 		have := map[workload.PodRef]bool{}
@@ -229,8 +219,8 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 			have[p.Pod] = true
 		}
 		within := cluster.DomainID(0)
-		if lv := b.view.LevelIndex(j.Topology.Required); lv > 0 {
-			within = b.view.NodeDomain(rj.Pods[0].NodeIndex, lv)
+		if lv := view.LevelIndex(j.Topology.Required); lv > 0 {
+			within = view.NodeDomain(rj.Pods[0].NodeIndex, lv)
 		}
 		b.admit(j)
 		leaf := ""
@@ -246,34 +236,33 @@ func (b *backfiller) grow(placer *placement.Placer, plan *Plan) {
 			if full || have[ref] || j.Validate() != nil {
 				return
 			}
-			pr, _ := placement.Resolve(b.view, ref, r)
+			pr, _ := placement.Resolve(view, ref, r)
 			a, ok := placer.PlacePod(&pr, within)
 			if !ok {
 				return
 			}
 			// A queue limit is a hard cap, idle capacity or not: grow one
 			// pod at a time up to it.
-			if why := b.qs.LimitAfter(leaf, b.view, []placement.Assignment{a}); why != "" {
+			if why := b.qs.LimitAfter(leaf, view, []placement.Assignment{a}); why != "" {
 				placer.Undo()
 				full = true
 				return
 			}
-			b.qs.Bound(leaf, b.view, []placement.Assignment{a})
+			b.qs.Bound(leaf, view, []placement.Assignment{a})
 			placer.Commit()
 			res.Assignments = append(res.Assignments, a)
 		})
 		if len(res.Assignments) == 0 {
 			continue
 		}
-		gb := bindOf(b.view, j.ID, res)
-		plan.Binds = append(plan.Binds, gb)
+		gb := b.l.Bind(j, res)
 		plan.Stats.PodsGrown += len(gb.Pods)
-		b.placed(j, gb, plan)
+		b.placed(j, gb)
 	}
 }
 
 // attach links the cycle's queues and preemption: growth stays within
-// queue limits, and the jobs stopped at their max runtime are no victims.
+// queue limits, and preemption honours reservations.
 func (b *backfiller) attach(room *roomMaker, qs *queue.State) {
 	b.room, b.qs = room, qs
 	if room != nil && b.v.backfill {
@@ -292,49 +281,16 @@ func (b *backfiller) attach(room *roomMaker, qs *queue.State) {
 			}
 		}
 	}
-	for id := range b.gone {
-		b.taken(id)
-	}
 }
 
-// taken tells preemption that a backfill step evicted (part of) job id.
-func (b *backfiller) taken(id workload.JobID) {
-	if b.room != nil {
-		b.room.gone[id] = true
+// reholdAfterEvictions takes the holds again when the plan gained
+// evictions since they were last taken: the victims may have freed
+// capacity on held nodes.
+func (b *backfiller) reholdAfterEvictions() {
+	if n := len(b.l.plan.Evictions); n != b.heldAt {
+		b.holds.Refresh()
+		b.heldAt = n
 	}
-}
-
-// syncEvictions takes note of evictions other steps added to the plan: their
-// jobs are no candidates for shrinking, pools or growth, and their pods no
-// longer hold capacity in a reservation's replay. Holds are taken again, as
-// the victims may have freed capacity on held nodes.
-func (b *backfiller) syncEvictions(plan *Plan) {
-	if b.seenEvs == len(plan.Evictions) {
-		return
-	}
-	for _, ev := range plan.Evictions[b.seenEvs:] {
-		if b.gone[ev.Job] || b.shrunk[ev.Job] {
-			continue // one of ours
-		}
-		b.otherEvs[ev.Job] = true
-		i, ok := b.pos[ev.Job]
-		if !ok {
-			continue
-		}
-		out := map[workload.PodRef]bool{}
-		for _, p := range ev.Pods {
-			out[p] = true
-		}
-		var keep []cluster.Placed
-		for _, p := range b.holders[i].Pods {
-			if !out[p.Pod] {
-				keep = append(keep, p)
-			}
-		}
-		b.holders[i].Pods = keep
-	}
-	b.seenEvs = len(plan.Evictions)
-	b.holds.Refresh()
 }
 
 // finish lifts every hold: the view is the cycle's alone, but a clean view

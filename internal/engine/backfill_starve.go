@@ -24,19 +24,20 @@ import (
 // one cycle.
 const maxStarvedTries = 16
 
-func (b *backfiller) reserveStarved(order []int, plan *Plan) {
+func (b *backfiller) reserveStarved(order []int) {
 	if !b.v.backfill || b.cfg.StarveAfter < 0 {
 		return
 	}
+	s, view, plan := b.l.s, b.l.view, &b.l.plan
 	var starved []int
 	for _, i := range order {
-		pj := b.s.Pending[i]
-		if pj.Waiting == nil && b.s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
+		pj := s.Pending[i]
+		if pj.Waiting == nil && s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
 			starved = append(starved, i)
 		}
 	}
 	sort.SliceStable(starved, func(a, c int) bool {
-		x, y := b.s.Pending[starved[a]].Job, b.s.Pending[starved[c]].Job
+		x, y := s.Pending[starved[a]].Job, s.Pending[starved[c]].Job
 		if gx, gy := x.GPUMilli(), y.GPUMilli(); gx != gy {
 			return gx > gy
 		}
@@ -54,13 +55,13 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 			// each replay every release; the rest wait for later cycles.
 			return
 		}
-		pj := b.s.Pending[i]
-		pods, _, ok := resolvePods(b.view, pj)
+		pj := s.Pending[i]
+		pods, _, ok := resolvePods(view, pj)
 		if !ok {
 			continue
 		}
-		g, _, ok := gangOf(b.view, pj.Job, pods)
-		if !ok || placement.CheckNeverFits(b.view, g) != nil {
+		g, _, ok := gangOf(view, pj.Job, pods)
+		if !ok || placement.CheckNeverFits(view, g) != nil {
 			continue
 		}
 		key := shapeKey(g)
@@ -69,23 +70,23 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 		}
 		tries++
 		blocked := func(n int) bool { return reserved[n] }
-		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked)
+		slot, ok := backfill.Earliest(view, b.holders(), g, s.Now, s.Runtimes, blocked)
 		if !ok {
 			noSlot[key] = true
 			continue
 		}
-		if slot.Start.After(b.s.Now) && b.evictStragglers(pj.Job, g, slot, blocked, plan) {
+		if slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked) {
 			// The jobs that kept it waiting are gone: its start is earlier.
-			if earlier, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked); ok {
+			if earlier, ok := backfill.Earliest(view, b.holders(), g, s.Now, s.Runtimes, blocked); ok {
 				slot = earlier
 			}
 		}
-		b.add(pj.Job, slot, plan)
+		b.add(pj.Job, slot)
 		plan.Stats.StarvedReservations++
 		for _, n := range slot.Nodes {
 			reserved[n] = true
 		}
-		if slot.Start.After(b.s.Now) {
+		if slot.Start.After(s.Now) {
 			return
 		}
 	}
@@ -115,26 +116,27 @@ const (
 // small (stragglerCost), the ones that still matter are evicted. Only
 // without queues (a queue's jobs are evicted by its own rules) and only
 // where preemption is on. It reports whether it evicted.
-func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot backfill.Slot, blocked func(int) bool, plan *Plan) bool {
+func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot backfill.Slot, blocked func(int) bool) bool {
 	if b.room == nil || b.qs != nil {
 		return false
 	}
-	b.syncEvictions(plan)
+	b.reholdAfterEvictions()
+	s, view, plan := b.l.s, b.l.view, &b.l.plan
 	on := map[int]bool{}
 	for _, n := range slot.Nodes {
 		on[n] = true
 	}
 	running := map[workload.JobID]RunningJob{}
-	for _, rj := range b.s.Running {
+	for _, rj := range b.l.Running() {
 		running[rj.Job.ID] = rj
 	}
 	starved := map[workload.JobID]bool{}
 	for i, rj := range b.room.running {
 		starved[rj.Job.ID] = b.room.starvedRun != nil && b.room.starvedRun[i]
 	}
-	never := b.s.Now.Add(100 * 365 * 24 * time.Hour)
+	never := s.Now.Add(100 * 365 * 24 * time.Hour)
 	endOf := func(h backfill.Holder) time.Time {
-		if d, _, ok := cycle.Runtime(b.s.Runtimes, h.Job); ok {
+		if d, _, ok := cycle.Runtime(s.Runtimes, h.Job); ok {
 			return h.Start.Add(d)
 		}
 		return never
@@ -144,12 +146,12 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		end   time.Time
 		milli int64
 	}
-	live := b.live()
+	live := b.holders()
 	var cands []cand
 	for i, h := range live {
 		rj, ok := running[h.Job.ID]
-		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] || b.shrunk[h.Job.ID] || b.otherEvs[h.Job.ID] ||
-			b.room.gone[h.Job.ID] || preempt.Protected(rj.Job, preempt.RunFor(rj, b.s.Now)) != "" {
+		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] ||
+			preempt.Protected(rj.Job, preempt.RunFor(rj, s.Now)) != "" {
 			continue
 		}
 		in := false
@@ -158,7 +160,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 			in = in || on[p.Node]
 			milli += p.Alloc.GPUMilli()
 		}
-		if in && endOf(h).After(b.s.Now) {
+		if in && endOf(h).After(s.Now) {
 			cands = append(cands, cand{i: i, end: endOf(h), milli: milli})
 		}
 	}
@@ -176,13 +178,13 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 			break
 		}
 		held += c.milli
-		trial[c.i].End = b.s.Now
+		trial[c.i].End = s.Now
 		picked = append(picked, c)
 	}
 	if len(picked) == 0 {
 		return false
 	}
-	earlier, ok := backfill.Earliest(b.view, trial, g, b.s.Now, b.s.Runtimes, blocked)
+	earlier, ok := backfill.Earliest(view, trial, g, s.Now, s.Runtimes, blocked)
 	if !ok || !earlier.Start.Before(slot.Start) {
 		return false
 	}
@@ -203,7 +205,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		}
 		rj := running[h.Job.ID]
 		victims = append(victims, rj)
-		lost += preempt.RestartCost(rj, nil, b.s.Now)
+		lost += b.l.RestartCost(rj, nil)
 	}
 	gain := float64(j.GPUMilli()) / workload.MilliPerGPU * slot.Start.Sub(earlier.Start).Seconds()
 	if len(victims) == 0 || lost*stragglerCost > gain {
@@ -211,19 +213,16 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	}
 	sort.Slice(victims, func(a, c int) bool { return victims[a].Job.ID < victims[c].Job.ID })
 	for _, rj := range victims {
-		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: preempt.RestartCost(rj, nil, b.s.Now),
+		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: b.l.RestartCost(rj, nil),
 			Message: fmt.Sprintf("evicted for job %s, waiting past the starvation age: without its %d longest jobs in the way it starts in ~%s instead of ~%s",
-				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(b.s.Now)), backfill.Humanize(slot.Start.Sub(b.s.Now)))}
+				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(s.Now)), backfill.Humanize(slot.Start.Sub(s.Now)))}
 		for _, p := range rj.Pods {
 			ev.Pods = append(ev.Pods, p.Pod)
-			b.view.Release(p.NodeIndex, p.Alloc)
 		}
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
-		plan.Evictions = append(plan.Evictions, ev)
+		b.l.Evict(ev)
 		plan.Stats.Evictions++
-		b.gone[rj.Job.ID] = true
-		b.taken(rj.Job.ID)
 	}
-	b.seenEvs = len(plan.Evictions)
+	b.reholdAfterEvictions()
 	return true
 }

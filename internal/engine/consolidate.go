@@ -50,7 +50,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 	}
 	var units []preempt.Unit
 	for _, rj := range m.running {
-		if m.gone[rj.Job.ID] || len(rj.Pods) == 0 || rj.Job.Priority > pj.Job.Priority ||
+		if m.l.Evicted(rj.Job.ID) || len(rj.Pods) == 0 || rj.Job.Priority > pj.Job.Priority ||
 			preempt.Protected(rj.Job, preempt.RunFor(rj, m.s.Now)) != "" {
 			continue
 		}
@@ -106,7 +106,7 @@ func (m *roomMaker) expectedWait(level int, mask cluster.ModelMask, size int64) 
 		}
 		var ends []ending
 		for _, rj := range m.running {
-			if m.gone[rj.Job.ID] || rj.Job.ExpectedRuntime <= 0 {
+			if m.l.Evicted(rj.Job.ID) || rj.Job.ExpectedRuntime <= 0 {
 				continue
 			}
 			var milli int64

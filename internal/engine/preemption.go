@@ -47,14 +47,16 @@ const (
 // the running jobs in id order and forgets the ones it evicted.
 type roomMaker struct {
 	e       *Engine
+	l       *ledger
 	s       *Snapshot
 	view    *cluster.State
 	placer  *placement.Placer
 	scorer  placement.Scorer
 	devices placement.DeviceOrder
 	qs      *queue.State
+	// running are the jobs that may lose pods, as the cycle's earlier
+	// steps left them; the ledger says which a later decision evicted.
 	running []RunningJob
-	gone    map[workload.JobID]bool
 	budget  int
 	stats   *CycleStats
 	// minPrio is the lowest priority among running jobs that may be
@@ -77,19 +79,21 @@ type roomMaker struct {
 	starvedRun []bool
 }
 
-func (e *Engine) newRoomMaker(s *Snapshot, view *cluster.State, placer *placement.Placer, scorer placement.Scorer,
-	devices placement.DeviceOrder, qs *queue.State, stats *CycleStats) *roomMaker {
-	if !e.v.gangs || e.cfg.Preemption == PreemptOff || len(s.Running) == 0 {
+func (e *Engine) newRoomMaker(l *ledger, scorer placement.Scorer, devices placement.DeviceOrder, qs *queue.State) *roomMaker {
+	if !e.v.gangs || e.cfg.Preemption == PreemptOff {
 		return nil
 	}
-	running := append([]RunningJob(nil), s.Running...)
-	sort.Slice(running, func(i, j int) bool { return running[i].Job.ID < running[j].Job.ID })
+	running := l.Running()
+	if len(running) == 0 {
+		return nil
+	}
+	s, view, placer, stats := l.s, l.view, l.placer, &l.plan.Stats
 	budget := e.cfg.PreemptBudget
 	if budget <= 0 {
 		budget = DefaultPreemptBudget
 	}
-	m := &roomMaker{e: e, s: s, view: view, placer: placer, scorer: scorer, devices: devices, qs: qs,
-		running: running, gone: map[workload.JobID]bool{}, budget: budget, stats: stats, minPrio: math.MaxInt32,
+	m := &roomMaker{e: e, l: l, s: s, view: view, placer: placer, scorer: scorer, devices: devices, qs: qs,
+		running: running, budget: budget, stats: stats, minPrio: math.MaxInt32,
 		evictable: make([]bool, len(running)), unitsOf: map[int][]preempt.Unit{}}
 	for i, rj := range running {
 		if len(rj.Pods) > 0 && preempt.Protected(rj.Job, preempt.RunFor(rj, s.Now)) == "" {
@@ -226,7 +230,7 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 	}
 	kindOf := map[side]preempt.Kind{}
 	for i, rj := range m.running {
-		if m.gone[rj.Job.ID] || !m.evictable[i] {
+		if m.l.Evicted(rj.Job.ID) || !m.evictable[i] {
 			continue
 		}
 		vleaf := ""
@@ -371,16 +375,14 @@ func (m *roomMaker) apply(pj PendingJob, leaf string, gang placement.Gang, units
 	cause func(u int) EvictionCause) (placement.Result, []Eviction, string) {
 	released := []cluster.Placed{}
 	for _, u := range r.Victims {
-		for _, p := range units[u].Pods {
-			m.view.Release(p.Node, p.Alloc)
-			released = append(released, p)
-		}
+		released = append(released, units[u].Pods...)
 	}
+	// The victims leave the view now; the cycle evicts them (Ledger.Evict)
+	// once the job is bound.
+	m.l.Vacate(released)
 	res := m.placer.PlaceGang(gang)
 	if res.Failure != nil {
-		for _, p := range released {
-			_ = m.view.Allocate(p.Node, p.Alloc)
-		}
+		m.l.Restore(released)
 		return placement.Result{}, nil, "preemption: the chosen victims did not make room on the running view"
 	}
 	// One eviction per job: an elastic job losing only its extra pods keeps
@@ -417,7 +419,6 @@ func (m *roomMaker) apply(pj PendingJob, leaf string, gang placement.Gang, units
 		})
 		ev.Message = m.message(ev, pj, leaf, whole, gpus)
 		evs = append(evs, ev)
-		m.gone[id] = true
 		if m.qs != nil {
 			if vleaf, ok := m.qs.RunningLeaf(id); ok {
 				m.qs.Charge(vleaf, chargeOfEvicted(m.view, units, byJob[id]), -1)
