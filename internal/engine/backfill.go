@@ -1,308 +1,34 @@
 package engine
 
 import (
-	"fmt"
-	"strings"
-	"time"
-
 	"github.com/corral-dev/corral/internal/backfill"
-	"github.com/corral-dev/corral/internal/cluster"
-	"github.com/corral-dev/corral/internal/cycle"
-	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/queue"
-	"github.com/corral-dev/corral/internal/workload"
 )
 
-// MaxRuntimeAction is what happens to a job past its max runtime
-// (backfill.MaxRuntimeAction).
-type MaxRuntimeAction = backfill.MaxRuntimeAction
+// Backfill's decisions (reservations, starvation, straggler eviction,
+// shrinking, pool reclaim, growth, strict FIFO, max runtime) live in
+// internal/backfill (backfill.Cycle); the engine runs them against its
+// ledger. These names keep the drivers' configuration as it was.
+type (
+	// BackfillConfig tunes reservations and runtime limits.
+	BackfillConfig = backfill.Config
+	// MaxRuntimeAction is what happens to a job past its max runtime.
+	MaxRuntimeAction = backfill.MaxRuntimeAction
+)
 
 const (
-	Terminate = backfill.Terminate
-	Requeue   = backfill.Requeue
+	Terminate                = backfill.Terminate
+	Requeue                  = backfill.Requeue
+	DefaultReserveConfidence = backfill.DefaultReserveConfidence
+	DefaultStarveAfter       = backfill.DefaultStarveAfter
 )
 
-// BackfillConfig tunes reservations and runtime limits (issue 6).
-type BackfillConfig struct {
-	// MaxReservations caps how many blocked jobs get a reservation per
-	// cycle, over all queues; 0 means 1, negative means none (only jobs
-	// past the starvation age are then reserved). Each reservation keeps
-	// nodes from long jobs, so more of them trade utilization for the waits
-	// of more big jobs.
-	MaxReservations int
-	// MaxReservationsPerQueue caps them per queue; 0 means 1.
-	MaxReservationsPerQueue int
-	// OnMaxRuntime is Terminate (the default) or Requeue.
-	OnMaxRuntime MaxRuntimeAction
-	// StarveAfter is the wait after which a job's reservation is made
-	// before anything is placed, so that jobs ahead of it in the order
-	// (higher priority, other queues) must also leave its room alone unless
-	// they end first. It bounds the wait of any job that can fit: the
-	// starvation age plus the longest estimated runtime in its way. Zero
-	// means DefaultStarveAfter; negative turns it off.
-	StarveAfter time.Duration
-	// ReserveConfidence is the least confidence (backfill.Slot.Conf) a
-	// blocked head job's reservation needs to be made before the job
-	// starves: below it the expected start is a guess, and holding nodes
-	// for a guess idles them while greedy backfill would use them. Zero
-	// means DefaultReserveConfidence; negative always reserves. Starved
-	// jobs are reserved whatever the confidence: that bounds every wait.
-	ReserveConfidence float64
-}
-
-// DefaultReserveConfidence: declared runtimes that overestimate as users
-// do (accuracy uniform on (0, 1]) score about 0.5 and learned percentiles
-// less; exact runtimes score 1.
-const DefaultReserveConfidence = 0.7
-
-// DefaultStarveAfter is the default starvation age: a day, long enough that
-// priorities order the ordinary day, short next to the week-long runs that
-// would otherwise push a big gang back again and again.
-const DefaultStarveAfter = 24 * time.Hour
-
-// backfiller is one cycle's state for reservations, EASY backfill, pools,
-// elastic jobs and runtime limits. Cycle calls it from separate steps; it
-// changes capacity through the cycle's ledger only.
-type backfiller struct {
-	cfg     BackfillConfig
-	v       variant
-	l       *ledger
-	holds   *backfill.Holds
-	pools   []*backfill.ResolvedPool
-	res     []activeReservation
-	queueRs map[string]int
-	normal  int // reservations of blocked head jobs (starved ones not counted)
-	// fifoHead is the first blocked job under strict FIFO: nobody passes it.
-	fifoHead workload.JobID
-	// heldKey is the admit key the holds were last synced for, over heldRes
-	// reservations (a new reservation changes what a key means).
-	synced  bool
-	heldKey string
-	heldRes int
-	// heldAt is how many evictions the plan had when the holds were last
-	// re-taken: an eviction since may have freed capacity on held nodes.
-	heldAt int
-	room   *roomMaker   // the cycle's preemption, nil without it
-	qs     *queue.State // the cycle's queues, nil without them
-}
-
-type activeReservation struct {
-	job   *workload.Job
-	slot  backfill.Slot
-	nodes map[int]bool
-}
-
-func newBackfiller(cfg BackfillConfig, v variant, l *ledger) *backfiller {
-	if cfg.MaxReservations == 0 {
-		cfg.MaxReservations = 1
-	}
-	if cfg.MaxReservationsPerQueue <= 0 {
-		cfg.MaxReservationsPerQueue = 1
-	}
-	if cfg.OnMaxRuntime == "" {
-		cfg.OnMaxRuntime = Terminate
-	}
-	if cfg.StarveAfter == 0 {
-		cfg.StarveAfter = DefaultStarveAfter
-	}
-	if cfg.ReserveConfidence == 0 {
-		cfg.ReserveConfidence = DefaultReserveConfidence
-	}
-	return &backfiller{cfg: cfg, v: v, l: l, holds: backfill.NewHolds(l.view), queueRs: map[string]int{}}
-}
-
-// resolvePools reads the snapshot's pools; only corral honours them (the
-// baselines are today's behaviour).
-func (b *backfiller) resolvePools() {
-	if !b.v.backfill {
-		return
-	}
-	b.pools, b.l.plan.PoolProblems = backfill.Resolve(b.l.view, b.l.s.Pools)
-}
-
-// enforceMaxRuntime evicts every running job past its max runtime
-// (backfill.PastMaxRuntime), prices a requeue with the restart-cost model
-// and gives the capacity back to the view.
-func (b *backfiller) enforceMaxRuntime() {
-	for _, o := range backfill.PastMaxRuntime(b.l.Running(), b.l.s.Now, b.cfg.OnMaxRuntime) {
-		if !o.Eviction.Terminal {
-			o.Eviction.LostGPUSeconds = b.l.RestartCost(o.Running, nil)
-		}
-		b.l.Evict(o.Eviction)
-	}
-	b.reholdAfterEvictions()
-}
-
-// admit sets the holds for job j: nodes reserved for a job j cannot finish
-// before, and pools j may not use. It returns a key for the shape cache
-// (identical gangs with different holds are not interchangeable). The holds
-// change only when the key does, so a long queue of alike jobs costs one
-// comparison each.
-func (b *backfiller) admit(j *workload.Job) string {
-	if len(b.res) == 0 && len(b.pools) == 0 {
-		return ""
-	}
-	var key strings.Builder
-	for i, r := range b.res {
-		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
-			fmt.Fprintf(&key, "r%d", i)
-		}
-	}
-	for _, p := range b.pools {
-		if !p.Admits(j) {
-			fmt.Fprintf(&key, "p%s", p.Name)
-		}
-	}
-	k := key.String()
-	if b.synced && k == b.heldKey && len(b.res) == b.heldRes {
-		return k
-	}
-	want := map[int]bool{}
-	for _, r := range b.res {
-		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
-			for n := range r.nodes {
-				want[n] = true
-			}
-		}
-	}
-	for _, p := range b.pools {
-		if !p.Admits(j) {
-			for _, n := range p.Nodes {
-				want[n] = true
-			}
-		}
-	}
-	b.holds.Sync(want)
-	b.synced, b.heldKey, b.heldRes = true, k, len(b.res)
-	return k
-}
-
-// endsBefore reports whether j, started now, is expected to end by t. A job
-// without any estimate is assumed never to end.
-func (b *backfiller) endsBefore(j *workload.Job, t time.Time) bool {
-	d, _, ok := cycle.Runtime(b.l.s.Runtimes, j)
-	return ok && !b.l.s.Now.Add(d).After(t)
-}
-
-// placed counts a job placed this cycle as backfilled when it took
-// reserved nodes.
-func (b *backfiller) placed(j *workload.Job, gb GangBind) {
-	b.reholdAfterEvictions()
-	onReserved := false
-	for _, p := range gb.Pods {
-		for _, r := range b.res {
-			onReserved = onReserved || (r.job.ID != j.ID && r.nodes[p.NodeIndex])
-		}
-	}
-	if onReserved {
-		b.l.plan.Stats.Backfilled++
-	}
-}
-
-// fifoBlocked says whether j must wait behind the strict-FIFO head.
-func (b *backfiller) fifoBlocked() (Reason, bool) {
-	if b.fifoHead == "" {
-		return Reason{}, false
-	}
-	return Reason{Verdict: placement.WaitFree, Level: cluster.LevelCluster,
-		Message: fmt.Sprintf("strict FIFO: waiting behind job %s", b.fifoHead)}, true
-}
-
-// blocked is called for a job that could not be placed now.
-func (b *backfiller) blocked(j *workload.Job, g placement.Gang, r Reason) Reason {
-	if r.Verdict != placement.WaitFree {
-		return r
-	}
+// backfillMode is the policy's treatment of a blocked job.
+func (v variant) backfillMode() backfill.Mode {
 	switch {
-	case b.v.fifo:
-		if b.fifoHead == "" {
-			b.fifoHead = j.ID
-		}
-		return r
-	case b.v.backfill:
-		return b.reserve(j, g, r)
+	case v.backfill:
+		return backfill.EASY
+	case v.fifo:
+		return backfill.StrictFIFO
 	}
-	return r
-}
-
-// reservationOf returns the index of j's reservation, or -1.
-func (b *backfiller) reservationOf(j workload.JobID) int {
-	for i, r := range b.res {
-		if r.job.ID == j {
-			return i
-		}
-	}
-	return -1
-}
-
-// holders lists the jobs holding capacity now, for the replay of
-// expected ends: running jobs with what they still hold, and the jobs
-// bound this cycle.
-func (b *backfiller) holders() []backfill.Holder {
-	out := make([]backfill.Holder, 0, len(b.l.jobs))
-	for _, lj := range b.l.jobs {
-		if pods := lj.pods(); len(pods) > 0 {
-			out = append(out, backfill.Holder{Job: lj.run.Job, Start: lj.run.Start, Pods: pods})
-		}
-	}
-	return out
-}
-
-// reserve gives a blocked job a reservation if the caps allow: the earliest
-// time its gang fits once running jobs end, and the domain where.
-func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason) Reason {
-	plan, now := &b.l.plan, b.l.s.Now
-	if i := b.reservationOf(j.ID); i >= 0 {
-		// Reserved as a starved job: say so.
-		r.Level, r.Best, r.BestFits = plan.Reservations[i].Level, plan.Reservations[i].Domain, 0
-		r.Message = backfill.Describe(b.l.view, b.res[i].slot, now) + " (waiting past the starvation age); " + r.Message
-		return r
-	}
-	if b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
-		return r
-	}
-	b.normal++
-	b.queueRs[j.Queue]++
-	b.reholdAfterEvictions()
-	slot, ok := backfill.Earliest(b.l.view, b.holders(), g, now, b.l.s.Runtimes, b.holds.Held)
-	if !ok {
-		switch {
-		case len(b.res) > 0:
-			// Earlier reservations may hold the room it needs (it would
-			// not end before they start): estimates are not the only cause.
-			r.Message += "; no reservation: the room it needs is held for jobs reserved ahead of it, or the jobs in its way have no runtime estimate"
-		case len(b.l.s.Running) > 0:
-			// Without running jobs nothing corral knows will free the room:
-			// blaming estimates would mislead.
-			r.Message += "; no reservation: the jobs in its way have no runtime estimate"
-		}
-		return r
-	}
-	if slot.Start.After(now) && slot.Conf < b.cfg.ReserveConfidence {
-		// The cap stays spent: trying every blocked job's Earliest each
-		// cycle would cost a replay each.
-		r.Message += fmt.Sprintf("; no reservation yet: its start (~%s%s) rests on estimates too weak to hold nodes for; others may use them until it has waited %s",
-			backfill.Humanize(slot.Start.Sub(now)), backfill.Sureness(slot), backfill.Humanize(b.cfg.StarveAfter))
-		return r
-	}
-	rv := b.add(j, slot)
-	r.Level, r.Best, r.BestFits = rv.Level, rv.Domain, 0
-	r.Message = backfill.Describe(b.l.view, slot, now) + "; " + r.Message
-	return r
-}
-
-// add records a reservation and puts it in the plan.
-func (b *backfiller) add(j *workload.Job, slot backfill.Slot) Reservation {
-	ar := activeReservation{job: j, slot: slot, nodes: map[int]bool{}}
-	rv := Reservation{Job: j.ID, Start: slot.Start, Level: cluster.LevelCluster, Domain: cluster.LevelCluster}
-	if slot.Level > 0 {
-		rv.Level, rv.Domain = b.l.view.Levels()[slot.Level], b.l.view.Domain(slot.Domain).Name
-	}
-	for _, n := range slot.Nodes {
-		ar.nodes[n] = true
-		rv.Nodes = append(rv.Nodes, b.l.view.Node(n).Name)
-	}
-	b.res = append(b.res, ar)
-	b.l.plan.Reservations = append(b.l.plan.Reservations, rv)
-	return rv
+	return backfill.Greedy
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
@@ -30,7 +31,7 @@ type run struct {
 	scorer  placement.Scorer
 	devices placement.DeviceOrder
 	hc      healthCycle
-	bf      *backfiller
+	bf      *backfill.Cycle
 	qs      *queue.State
 	order   jobOrder
 	static  []int // the pending jobs their queue admits, in the Orderer's order
@@ -77,9 +78,9 @@ func (c *run) health() {
 // past their max runtime leave, and the pools held for job classes are
 // resolved.
 func (c *run) backfillPre() {
-	c.bf = newBackfiller(c.e.cfg.Backfill, c.e.v, c.l)
-	c.bf.enforceMaxRuntime()
-	c.bf.resolvePools()
+	c.bf = backfill.NewCycle(c.e.cfg.Backfill, c.e.v.backfillMode(), c.l)
+	c.bf.EnforceMaxRuntime()
+	c.l.plan.PoolProblems = c.bf.ResolvePools()
 }
 
 // queues resolves every job's leaf queue, usage, demand and fair shares
@@ -112,8 +113,18 @@ func (c *run) queues() {
 // priority or queue, takes its room unless it ends first.
 func (c *run) reserveStarved() {
 	c.room = c.e.newRoomMaker(c.l, c.scorer, c.devices, c.qs)
-	c.bf.attach(c.room, c.qs)
-	c.bf.reserveStarved(c.static)
+	if c.qs != nil {
+		c.bf.SetQueues(c.qs)
+	}
+	if c.room != nil {
+		// Preemption honours reservations as placement does, and leaves
+		// alone the jobs that started only after starving; a starved job
+		// may evict the long jobs in its way when no queue rules them.
+		c.room.reserved = c.bf.Closed
+		c.room.startedStarved = c.bf.StartedStarved
+		c.bf.Stragglers = c.qs == nil
+	}
+	c.bf.ReserveStarved(c.static)
 }
 
 // finish re-holds the spares, reports every queue's standing, lets elastic
@@ -127,8 +138,8 @@ func (c *run) finish() Plan {
 	if c.qs != nil {
 		c.l.plan.Queues = c.qs.Statuses(c.s, c.l.view, c.l.plan.Pending)
 	}
-	c.bf.grow()
-	c.bf.finish()
+	c.bf.Grow()
+	c.bf.Finish()
 	if c.room != nil {
 		c.l.plan.Retry = c.room.retry
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"sort"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
@@ -173,4 +174,68 @@ func (lj *liveJob) pods() []cluster.Placed {
 		out = append(out, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
 	}
 	return append(out, lj.placed...)
+}
+
+// The ledger is the engine's side of the policies' interfaces
+// (backfill.Ledger): what they read of the cycle, and the rules of the
+// other policies they may not import.
+
+// Snapshot is the cycle's input.
+func (l *ledger) Snapshot() *Snapshot { return l.s }
+
+// View is the running view.
+func (l *ledger) View() *cluster.State { return l.view }
+
+// Placer places on the running view.
+func (l *ledger) Placer() *placement.Placer { return l.placer }
+
+// Holders lists every job holding capacity now, for the replay of
+// expected ends: what running jobs still hold, and the jobs bound this
+// cycle.
+func (l *ledger) Holders() []backfill.Holder {
+	out := make([]backfill.Holder, 0, len(l.jobs))
+	for _, lj := range l.jobs {
+		if pods := lj.pods(); len(pods) > 0 {
+			out = append(out, backfill.Holder{Job: lj.run.Job, Start: lj.run.Start, Pods: pods})
+		}
+	}
+	return out
+}
+
+// Reserve adds a reservation to the plan.
+func (l *ledger) Reserve(rv Reservation) { l.plan.Reservations = append(l.plan.Reservations, rv) }
+
+// Evictions is how many evictions the plan holds.
+func (l *ledger) Evictions() int { return len(l.plan.Evictions) }
+
+// Waiting reports whether a job waits for capacity so far.
+func (l *ledger) Waiting() bool {
+	for _, p := range l.plan.Pending {
+		if p.Reason.Verdict == placement.WaitFree {
+			return true
+		}
+	}
+	return false
+}
+
+// Stats are the plan's counters.
+func (l *ledger) Stats() *CycleStats { return &l.plan.Stats }
+
+// Protected says rj may never be evicted now (preempt.Protected).
+func (l *ledger) Protected(rj RunningJob) bool {
+	return preempt.Protected(rj.Job, preempt.RunFor(rj, l.s.Now)) != ""
+}
+
+// Gang resolves a pending job into its gang and shape key; ok is false for
+// an invalid job or one that could never fit.
+func (l *ledger) Gang(pj PendingJob) (placement.Gang, string, bool) {
+	pods, _, ok := resolvePods(l.view, pj)
+	if !ok {
+		return placement.Gang{}, "", false
+	}
+	g, _, ok := gangOf(l.view, pj.Job, pods)
+	if !ok || placement.CheckNeverFits(l.view, g) != nil {
+		return placement.Gang{}, "", false
+	}
+	return g, shapeKey(g), true
 }

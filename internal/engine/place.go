@@ -31,7 +31,7 @@ func (c *run) place(i int) {
 		return
 	}
 	// Under strict FIFO nobody passes a blocked head.
-	if r, blocked := c.bf.fifoBlocked(); blocked {
+	if r, blocked := c.bf.FIFOBlocked(); blocked {
 		c.wait(pj, r)
 		return
 	}
@@ -62,7 +62,7 @@ func (c *run) place(i int) {
 	}
 	// Backfill holds the reserved nodes this job cannot leave in time and
 	// the pools it may not use.
-	key := shapeKey(gang) + c.room.shapeSuffix(pj.Job, leaf) + "#" + c.bf.admit(pj.Job)
+	key := shapeKey(gang) + c.room.shapeSuffix(pj.Job, leaf) + "#" + c.bf.Admit(pj.Job)
 	if r, seen := c.failed[key]; seen {
 		c.l.plan.Stats.ShapeCacheHits++
 		c.wait(pj, r)
@@ -92,7 +92,7 @@ func (c *run) place(i int) {
 		c.failed[key] = r
 		// A blocked head job gets a reservation (corral) or stops everyone
 		// behind it (fifo).
-		c.wait(pj, c.bf.blocked(pj.Job, gang, r))
+		c.wait(pj, c.bf.Blocked(pj.Job, gang, r))
 		return
 	}
 	// Queue limit, once the GPU models are known. A placement that evicted
@@ -111,7 +111,7 @@ func (c *run) place(i int) {
 	gb := c.l.Bind(pj.Job, res)
 	c.l.plan.Stats.JobsPlaced++
 	c.l.plan.Stats.PodsPlaced += len(res.Assignments)
-	c.bf.placed(pj.Job, gb)
+	c.bf.Placed(pj.Job, gb)
 }
 
 // makeRoom is tried for a gang that did not fit: a gang that only waits
@@ -121,9 +121,9 @@ func (c *run) place(i int) {
 // is placed on the view and the evictions are returned for the plan.
 func (c *run) makeRoom(pj PendingJob, leaf string, gang placement.Gang, res placement.Result) (placement.Result, []Eviction) {
 	if res.Failure != nil && res.Failure.Verdict == placement.WaitFree {
-		if r2, ok := c.bf.shrinkFor(pj.Job, gang); ok {
+		if r2, ok := c.bf.ShrinkFor(pj.Job, gang); ok {
 			res = r2
-		} else if r2, ok := c.bf.reclaimPool(pj.Job, gang); ok {
+		} else if r2, ok := c.bf.ReclaimPool(pj.Job, gang); ok {
 			res = r2
 		}
 	}

@@ -74,9 +74,9 @@ type roomMaker struct {
 	// held for a reservation the job being placed may not use: evicting a
 	// job there would only hand the reservation's room to the preemptor.
 	reserved func(n int) bool
-	// starvedRun marks running jobs that started only after waiting past
-	// the starvation age (backfill): priority preemption leaves them alone.
-	starvedRun []bool
+	// startedStarved says a running job started only after waiting past
+	// the starvation age (backfill): priority preemption leaves it alone.
+	startedStarved func(RunningJob) bool
 }
 
 func (e *Engine) newRoomMaker(l *ledger, scorer placement.Scorer, devices placement.DeviceOrder, qs *queue.State) *roomMaker {
@@ -247,7 +247,7 @@ func (m *roomMaker) preempt(pj PendingJob, leaf string, gang placement.Gang, cha
 			k = preempt.Eligible(me, charge, m.standing(rj.Job, vleaf))
 			kindOf[key] = k
 		}
-		if k == preempt.NotAllowed || (k == preempt.ByPriority && m.starvedRun != nil && m.starvedRun[i]) ||
+		if k == preempt.NotAllowed || (k == preempt.ByPriority && m.startedStarved != nil && m.startedStarved(rj)) ||
 			(k == preempt.ByPriority && m.onReserved(rj)) {
 			continue
 		}

@@ -1,14 +1,12 @@
-package engine
+package backfill
 
 import (
 	"fmt"
 	"sort"
 	"time"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -19,16 +17,14 @@ import (
 // on their own, and because big gangs reserved one after the other share
 // one drain of the cluster instead of paying one each. Starved jobs that fit
 // now are reserved too (their room is theirs this cycle) and do not count:
-// the walk stops at the first starved job that has to wait.
-// maxStarvedTries bounds the earliest-start searches reserveStarved runs in
-// one cycle.
-const maxStarvedTries = 16
-
-func (b *backfiller) reserveStarved(order []int) {
-	if !b.v.backfill || b.cfg.StarveAfter < 0 {
+// the walk stops at the first starved job that has to wait; at most
+// maxStarvedTries earliest-start searches run in one cycle.
+// order is the pending jobs (indexes into the snapshot) their queues admit.
+func (b *Cycle) ReserveStarved(order []int) {
+	if b.mode != EASY || b.cfg.StarveAfter < 0 {
 		return
 	}
-	s, view, plan := b.l.s, b.l.view, &b.l.plan
+	s, view := b.l.Snapshot(), b.l.View()
 	var starved []int
 	for _, i := range order {
 		pj := s.Pending[i]
@@ -56,33 +52,25 @@ func (b *backfiller) reserveStarved(order []int) {
 			return
 		}
 		pj := s.Pending[i]
-		pods, _, ok := resolvePods(view, pj)
-		if !ok {
-			continue
-		}
-		g, _, ok := gangOf(view, pj.Job, pods)
-		if !ok || placement.CheckNeverFits(view, g) != nil {
-			continue
-		}
-		key := shapeKey(g)
-		if noSlot[key] {
+		g, key, ok := b.l.Gang(pj)
+		if !ok || noSlot[key] {
 			continue
 		}
 		tries++
 		blocked := func(n int) bool { return reserved[n] }
-		slot, ok := backfill.Earliest(view, b.holders(), g, s.Now, s.Runtimes, blocked)
+		slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked)
 		if !ok {
 			noSlot[key] = true
 			continue
 		}
 		if slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked) {
 			// The jobs that kept it waiting are gone: its start is earlier.
-			if earlier, ok := backfill.Earliest(view, b.holders(), g, s.Now, s.Runtimes, blocked); ok {
+			if earlier, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked); ok {
 				slot = earlier
 			}
 		}
 		b.add(pj.Job, slot)
-		plan.Stats.StarvedReservations++
+		b.l.Stats().StarvedReservations++
 		for _, n := range slot.Nodes {
 			reserved[n] = true
 		}
@@ -99,6 +87,7 @@ func (b *backfiller) reserveStarved(order []int) {
 // latest-ending jobs in its way are evicted when they are few and cheap
 // next to the time they cost it:
 const (
+	maxStarvedTries = 16
 	// stragglerShare: the evicted jobs hold at most this share of the
 	// starved job's GPUs (1/stragglerShare).
 	stragglerShare = 8
@@ -116,26 +105,22 @@ const (
 // small (stragglerCost), the ones that still matter are evicted. Only
 // without queues (a queue's jobs are evicted by its own rules) and only
 // where preemption is on. It reports whether it evicted.
-func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot backfill.Slot, blocked func(int) bool) bool {
-	if b.room == nil || b.qs != nil {
+func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, blocked func(int) bool) bool {
+	if !b.Stragglers {
 		return false
 	}
 	b.reholdAfterEvictions()
-	s, view, plan := b.l.s, b.l.view, &b.l.plan
+	s, view := b.l.Snapshot(), b.l.View()
 	on := map[int]bool{}
 	for _, n := range slot.Nodes {
 		on[n] = true
 	}
-	running := map[workload.JobID]RunningJob{}
+	running := map[workload.JobID]cycle.RunningJob{}
 	for _, rj := range b.l.Running() {
 		running[rj.Job.ID] = rj
 	}
-	starved := map[workload.JobID]bool{}
-	for i, rj := range b.room.running {
-		starved[rj.Job.ID] = b.room.starvedRun != nil && b.room.starvedRun[i]
-	}
 	never := s.Now.Add(100 * 365 * 24 * time.Hour)
-	endOf := func(h backfill.Holder) time.Time {
+	endOf := func(h Holder) time.Time {
 		if d, _, ok := cycle.Runtime(s.Runtimes, h.Job); ok {
 			return h.Start.Add(d)
 		}
@@ -146,12 +131,11 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		end   time.Time
 		milli int64
 	}
-	live := b.holders()
+	live := b.l.Holders()
 	var cands []cand
 	for i, h := range live {
 		rj, ok := running[h.Job.ID]
-		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] ||
-			preempt.Protected(rj.Job, preempt.RunFor(rj, s.Now)) != "" {
+		if !ok || rj.Job.Priority > j.Priority || b.StartedStarved(rj) || b.l.Protected(rj) {
 			continue
 		}
 		in := false
@@ -171,7 +155,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		return live[cands[a].i].Job.ID < live[cands[c].i].Job.ID
 	})
 	var held int64
-	trial := append([]backfill.Holder(nil), live...)
+	trial := append([]Holder(nil), live...)
 	var picked []cand
 	for _, c := range cands {
 		if (held+c.milli)*stragglerShare > j.GPUMilli() {
@@ -184,7 +168,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	if len(picked) == 0 {
 		return false
 	}
-	earlier, ok := backfill.Earliest(view, trial, g, s.Now, s.Runtimes, blocked)
+	earlier, ok := Earliest(view, trial, g, s.Now, s.Runtimes, blocked)
 	if !ok || !earlier.Start.Before(slot.Start) {
 		return false
 	}
@@ -192,7 +176,7 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	for _, n := range earlier.Nodes {
 		uses[n] = true
 	}
-	var victims []RunningJob
+	var victims []cycle.RunningJob
 	var lost float64
 	for _, c := range picked {
 		h := live[c.i]
@@ -213,15 +197,15 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	}
 	sort.Slice(victims, func(a, c int) bool { return victims[a].Job.ID < victims[c].Job.ID })
 	for _, rj := range victims {
-		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: b.l.RestartCost(rj, nil),
+		ev := cycle.Eviction{Job: rj.Job.ID, Cause: cycle.CausePreempt, By: j.ID, LostGPUSeconds: b.l.RestartCost(rj, nil),
 			Message: fmt.Sprintf("evicted for job %s, waiting past the starvation age: without its %d longest jobs in the way it starts in ~%s instead of ~%s",
-				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(s.Now)), backfill.Humanize(slot.Start.Sub(s.Now)))}
+				j.ID, len(victims), Humanize(earlier.Start.Sub(s.Now)), Humanize(slot.Start.Sub(s.Now)))}
 		for _, p := range rj.Pods {
 			ev.Pods = append(ev.Pods, p.Pod)
 		}
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
 		b.l.Evict(ev)
-		plan.Stats.Evictions++
+		b.l.Stats().Evictions++
 	}
 	b.reholdAfterEvictions()
 	return true

@@ -1,13 +1,12 @@
-package engine
+package backfill
 
 import (
 	"fmt"
 	"sort"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -15,12 +14,12 @@ import (
 // higher priority than j, lowest priority and latest start first, until j's
 // gang fits. It runs before any preemption: a shrunk job keeps running. If
 // shrinking cannot make room, nothing is shrunk.
-func (b *backfiller) shrinkFor(j *workload.Job, g placement.Gang) (placement.Result, bool) {
-	if !b.v.backfill {
+func (b *Cycle) ShrinkFor(j *workload.Job, g placement.Gang) (placement.Result, bool) {
+	if b.mode != EASY {
 		return placement.Result{}, false
 	}
 	b.reholdAfterEvictions()
-	var cands []RunningJob
+	var cands []cycle.RunningJob
 	for _, rj := range b.l.Running() {
 		if rj.Job.ID != j.ID && rj.Job.Priority <= j.Priority && len(rj.Pods) > rj.Job.GangMin() {
 			cands = append(cands, rj)
@@ -41,7 +40,7 @@ func (b *backfiller) shrinkFor(j *workload.Job, g placement.Gang) (placement.Res
 	})
 	var cuts []cut
 	for _, rj := range cands {
-		pods := append([]PodBind(nil), rj.Pods...)
+		pods := append([]cycle.PodBind(nil), rj.Pods...)
 		sort.Slice(pods, func(a, c int) bool { return podLess(pods[c].Pod, pods[a].Pod) })
 		cuts = append(cuts, cut{rj: rj})
 		last := &cuts[len(cuts)-1]
@@ -50,7 +49,7 @@ func (b *backfiller) shrinkFor(j *workload.Job, g placement.Gang) (placement.Res
 			b.l.Vacate([]cluster.Placed{placedOf(p)})
 			b.holds.Refresh()
 			last.pods = append(last.pods, p)
-			res := b.l.placer.PlaceGang(g)
+			res := b.l.Placer().PlaceGang(g)
 			if res.Failure != nil {
 				continue
 			}
@@ -69,21 +68,21 @@ func (b *backfiller) shrinkFor(j *workload.Job, g placement.Gang) (placement.Res
 }
 
 type cut struct {
-	rj   RunningJob
-	pods []PodBind
+	rj   cycle.RunningJob
+	pods []cycle.PodBind
 }
 
-func placedOf(p PodBind) cluster.Placed {
+func placedOf(p cycle.PodBind) cluster.Placed {
 	return cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc}
 }
 
 // commitShrink turns the pods taken in a successful shrink into evictions.
-func (b *backfiller) commitShrink(j *workload.Job, cuts []cut) {
+func (b *Cycle) commitShrink(j *workload.Job, cuts []cut) {
 	for _, c := range cuts {
 		if len(c.pods) == 0 {
 			continue
 		}
-		ev := Eviction{Job: c.rj.Job.ID, Cause: CauseShrink, By: j.ID,
+		ev := cycle.Eviction{Job: c.rj.Job.ID, Cause: cycle.CauseShrink, By: j.ID,
 			Message: fmt.Sprintf("shrunk by %d pods (to %d, its minimum %d) for job %s",
 				len(c.pods), len(c.rj.Pods)-len(c.pods), c.rj.Job.GangMin(), j.ID)}
 		for _, p := range c.pods {
@@ -100,10 +99,10 @@ func (b *backfiller) commitShrink(j *workload.Job, cuts []cut) {
 // reclaimPool evicts jobs of other classes that backfill a pool of j's
 // class, cheapest restart first, until j fits. If that cannot make room,
 // nothing is evicted.
-func (b *backfiller) reclaimPool(j *workload.Job, g placement.Gang) (placement.Result, bool) {
-	var pools []*backfill.ResolvedPool
+func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result, bool) {
+	var pools []*ResolvedPool
 	for _, p := range b.pools {
-		if p.Class == j.Class && p.Others == backfill.PoolPreemptible {
+		if p.Class == j.Class && p.Others == PoolPreemptible {
 			pools = append(pools, p)
 		}
 	}
@@ -111,7 +110,7 @@ func (b *backfiller) reclaimPool(j *workload.Job, g placement.Gang) (placement.R
 		return placement.Result{}, false
 	}
 	b.reholdAfterEvictions()
-	var cands []RunningJob
+	var cands []cycle.RunningJob
 	for _, rj := range b.l.Running() {
 		if rj.Job.Class == j.Class {
 			continue
@@ -137,7 +136,7 @@ func (b *backfiller) reclaimPool(j *workload.Job, g placement.Gang) (placement.R
 		}
 		return x.Job.ID < y.Job.ID
 	})
-	var taken []RunningJob
+	var taken []cycle.RunningJob
 	for _, rj := range cands {
 		pods := make([]cluster.Placed, len(rj.Pods))
 		for i, p := range rj.Pods {
@@ -146,12 +145,12 @@ func (b *backfiller) reclaimPool(j *workload.Job, g placement.Gang) (placement.R
 		b.l.Vacate(pods)
 		b.holds.Refresh()
 		taken = append(taken, rj)
-		res := b.l.placer.PlaceGang(g)
+		res := b.l.Placer().PlaceGang(g)
 		if res.Failure != nil {
 			continue
 		}
 		for _, t := range taken {
-			ev := Eviction{Job: t.Job.ID, Cause: CauseReclaim, By: j.ID, LostGPUSeconds: costs[t.Job.ID],
+			ev := cycle.Eviction{Job: t.Job.ID, Cause: cycle.CauseReclaim, By: j.ID, LostGPUSeconds: costs[t.Job.ID],
 				Message: fmt.Sprintf("held capacity taken back for job %s of class %q", j.ID, j.Class)}
 			for _, p := range t.Pods {
 				ev.Pods = append(ev.Pods, p.Pod)
@@ -172,9 +171,9 @@ func (b *backfiller) reclaimPool(j *workload.Job, g placement.Gang) (placement.R
 
 // restore gives back capacity taken out of the view on a trial: holds are
 // lifted so the exact allocations fit again, then taken anew.
-func (b *backfiller) restore(fn func()) {
+func (b *Cycle) restore(fn func()) {
 	held := map[int]bool{}
-	for n := 0; n < b.l.view.NumNodes(); n++ {
+	for n := 0; n < b.l.View().NumNodes(); n++ {
 		if b.holds.Held(n) {
 			held[n] = true
 		}
@@ -187,16 +186,11 @@ func (b *backfiller) restore(fn func()) {
 // grow places missing pods of running elastic jobs into idle capacity, but
 // only when no job is left waiting for room: grown pods are the first given
 // back (shrinkFor) when one arrives.
-func (b *backfiller) grow() {
-	if !b.v.backfill {
+func (b *Cycle) Grow() {
+	if b.mode != EASY || b.l.Waiting() {
 		return
 	}
-	view, placer, plan := b.l.view, b.l.placer, &b.l.plan
-	for _, p := range plan.Pending {
-		if p.Reason.Verdict == placement.WaitFree {
-			return
-		}
-	}
+	view, placer := b.l.View(), b.l.Placer()
 	b.reholdAfterEvictions()
 	running := b.l.Running()
 	sort.Slice(running, func(a, c int) bool {
@@ -222,11 +216,11 @@ func (b *backfiller) grow() {
 		if lv := view.LevelIndex(j.Topology.Required); lv > 0 {
 			within = view.NodeDomain(rj.Pods[0].NodeIndex, lv)
 		}
-		b.admit(j)
+		b.Admit(j)
 		leaf := ""
-		if b.qs != nil {
+		if b.queues != nil {
 			var err error
-			if leaf, err = b.qs.Leaf(j); err != nil {
+			if leaf, err = b.queues.Leaf(j); err != nil {
 				continue
 			}
 		}
@@ -243,12 +237,14 @@ func (b *backfiller) grow() {
 			}
 			// A queue limit is a hard cap, idle capacity or not: grow one
 			// pod at a time up to it.
-			if why := b.qs.LimitAfter(leaf, view, []placement.Assignment{a}); why != "" {
-				placer.Undo()
-				full = true
-				return
+			if b.queues != nil {
+				if why := b.queues.LimitAfter(leaf, view, []placement.Assignment{a}); why != "" {
+					placer.Undo()
+					full = true
+					return
+				}
+				b.queues.Bound(leaf, view, []placement.Assignment{a})
 			}
-			b.qs.Bound(leaf, view, []placement.Assignment{a})
 			placer.Commit()
 			res.Assignments = append(res.Assignments, a)
 		})
@@ -256,50 +252,7 @@ func (b *backfiller) grow() {
 			continue
 		}
 		gb := b.l.Bind(j, res)
-		plan.Stats.PodsGrown += len(gb.Pods)
-		b.placed(j, gb)
+		b.l.Stats().PodsGrown += len(gb.Pods)
+		b.Placed(j, gb)
 	}
-}
-
-// attach links the cycle's queues and preemption: growth stays within
-// queue limits, and preemption honours reservations.
-func (b *backfiller) attach(room *roomMaker, qs *queue.State) {
-	b.room, b.qs = room, qs
-	if room != nil && b.v.backfill {
-		// Preemption honours reservations as placement does: it may not
-		// free reserved nodes for a job that may not use them.
-		room.reserved = b.holds.Held
-		if b.cfg.StarveAfter > 0 {
-			// A job that started after waiting past the starvation age is
-			// not evicted for priority: it would wait, and drain its
-			// domain, all over again, so the bound on its wait would not
-			// hold. (A whole-cluster gang started after a four-day drain
-			// was evicted within the hour for a one-GPU job.)
-			room.starvedRun = make([]bool, len(room.running))
-			for i, rj := range room.running {
-				room.starvedRun[i] = rj.Start.Sub(rj.Job.Submit) >= b.cfg.StarveAfter
-			}
-		}
-	}
-}
-
-// reholdAfterEvictions takes the holds again when the plan gained
-// evictions since they were last taken: the victims may have freed
-// capacity on held nodes.
-func (b *backfiller) reholdAfterEvictions() {
-	if n := len(b.l.plan.Evictions); n != b.heldAt {
-		b.holds.Refresh()
-		b.heldAt = n
-	}
-}
-
-// finish lifts every hold: the view is the cycle's alone, but a clean view
-// keeps later steps (other helpers' steps) from seeing held capacity as used.
-func (b *backfiller) finish() { b.holds.ReleaseAll() }
-
-func podLess(a, c workload.PodRef) bool {
-	if a.PodSet != c.PodSet {
-		return a.PodSet < c.PodSet
-	}
-	return a.Index < c.Index
 }
