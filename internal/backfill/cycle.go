@@ -107,6 +107,9 @@ type Ledger interface {
 	// then records them, Restore takes the capacity back.
 	Vacate(pods []cluster.Placed)
 	Restore(pods []cluster.Placed)
+	// Holds is the cycle's table of capacity kept from placement: backfill
+	// closes reserved and pooled nodes in it.
+	Holds() *cluster.Holds
 	// Reserve adds a reservation to the plan.
 	Reserve(rv cycle.Reservation)
 	// Evictions is how many evictions the plan holds; Waiting whether a
@@ -148,7 +151,7 @@ type Cycle struct {
 	Stragglers bool
 	queues     Queues // nil without queues
 
-	holds   *Holds
+	holds   *cluster.Holds // the ledger's
 	pools   []*ResolvedPool
 	res     []reservation
 	queueRs map[string]int
@@ -174,7 +177,7 @@ type reservation struct {
 
 // NewCycle starts backfill's part of one cycle on the ledger l.
 func NewCycle(cfg Config, mode Mode, l Ledger) *Cycle {
-	return &Cycle{cfg: cfg.withDefaults(), mode: mode, l: l, holds: NewHolds(l.View()), queueRs: map[string]int{}}
+	return &Cycle{cfg: cfg.withDefaults(), mode: mode, l: l, holds: l.Holds(), queueRs: map[string]int{}}
 }
 
 // SetQueues links the cycle's queues (nil: none), for growth's limits.
@@ -191,7 +194,7 @@ func (b *Cycle) StartedStarved(rj cycle.RunningJob) bool {
 
 // Closed reports whether node n is held now for a reservation or pool the
 // job being placed may not use: preemption frees no victim there for it.
-func (b *Cycle) Closed(n int) bool { return b.holds.Held(n) }
+func (b *Cycle) Closed(n int) bool { return b.holds.Closed(n) }
 
 // ResolvePools reads the snapshot's pools (EASY only: the other policies
 // are today's behaviour) and returns the problems of the invalid ones.
@@ -241,18 +244,25 @@ func (b *Cycle) Admit(j *workload.Job) string {
 	if b.synced && k == b.heldKey && len(b.res) == b.heldRes {
 		return k
 	}
-	want := map[int]bool{}
+	// A node closed for several owners is held once, for the first.
+	want := map[int]cluster.HoldOwner{}
 	for _, r := range b.res {
 		if r.job.ID != j.ID && !b.endsBefore(j, r.slot.Start) {
-			for n := range r.nodes {
-				want[n] = true
+			o := cluster.HoldOwner{Kind: cluster.HoldReservation, Name: string(r.job.ID)}
+			for _, n := range r.slot.Nodes {
+				if _, ok := want[n]; !ok {
+					want[n] = o
+				}
 			}
 		}
 	}
 	for _, p := range b.pools {
 		if !p.Admits(j) {
+			o := cluster.HoldOwner{Kind: cluster.HoldPool, Name: p.Name}
 			for _, n := range p.Nodes {
-				want[n] = true
+				if _, ok := want[n]; !ok {
+					want[n] = o
+				}
 			}
 		}
 	}
@@ -338,7 +348,7 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 	b.normal++
 	b.queueRs[j.Queue]++
 	b.reholdAfterEvictions()
-	slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, b.holds.Held)
+	slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, b.holds.Closed)
 	if !ok {
 		switch {
 		case len(b.res) > 0:
@@ -395,7 +405,7 @@ func (b *Cycle) reholdAfterEvictions() {
 
 // Finish lifts every hold: the view is the cycle's alone, but a clean view
 // keeps later steps from seeing held capacity as used.
-func (b *Cycle) Finish() { b.holds.ReleaseAll() }
+func (b *Cycle) Finish() { b.holds.OpenAll() }
 
 func podLess(a, c workload.PodRef) bool {
 	if a.PodSet != c.PodSet {

@@ -172,13 +172,8 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 // restore gives back capacity taken out of the view on a trial: holds are
 // lifted so the exact allocations fit again, then taken anew.
 func (b *Cycle) restore(fn func()) {
-	held := map[int]bool{}
-	for n := 0; n < b.l.View().NumNodes(); n++ {
-		if b.holds.Held(n) {
-			held[n] = true
-		}
-	}
-	b.holds.ReleaseAll()
+	held := b.holds.ClosedNodes()
+	b.holds.OpenAll()
 	fn()
 	b.holds.Sync(held)
 }

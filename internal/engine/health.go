@@ -13,7 +13,7 @@ import (
 
 // healthCycle is the health step's state within one cycle.
 type healthCycle struct {
-	holds   *health.Holds
+	holds   *health.Spares
 	handled map[workload.JobID]bool // pending jobs the health step placed or explained
 }
 
@@ -42,14 +42,14 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 	if corral && len(s.Spares) > 0 {
 		want, p := health.ExpandSpares(view, s.Spares)
 		problems = append(problems, p...)
-		hc.holds = health.HoldSpares(view, want)
+		hc.holds = health.HoldSpares(view, l.holds, want)
 		plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		plan.Stats.HealthProblems = problems
 	}
-	rem := &health.Remediator{View: view, Placer: placer, Index: idx, Holds: hc.holds, Now: s.Now, RestartOnly: !corral}
+	rem := &health.Remediator{View: view, Placer: placer, Index: idx, Spares: hc.holds, Now: s.Now, RestartOnly: !corral}
 	running := make([]int, len(s.Running))
 	for i := range running {
 		running[i] = i
@@ -129,7 +129,7 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 
 // placePinned places a pinned job's waiting pods inside within; replacement
 // ranks may use the spares held there.
-func (l *ledger) placePinned(holds *health.Holds, pj PendingJob, within cluster.DomainID, replacing bool) bool {
+func (l *ledger) placePinned(holds *health.Spares, pj PendingJob, within cluster.DomainID, replacing bool) bool {
 	view, placer, plan := l.view, l.placer, &l.plan
 	pods, reason, ok := resolvePods(view, pj)
 	if ok {

@@ -35,6 +35,9 @@ type ledger struct {
 	byID map[workload.JobID]*liveJob
 	// vacated are pods a trial freed in the view ahead of their eviction.
 	vacated map[workload.PodRef]bool
+	// holds keeps capacity from placement for reservations, pools and
+	// spares: one table, keyed by owner.
+	holds *cluster.Holds
 }
 
 // liveJob is one job holding capacity in the cycle.
@@ -52,7 +55,7 @@ type liveJob struct {
 
 func newLedger(s *Snapshot, view *cluster.State) *ledger {
 	l := &ledger{s: s, view: view, byID: make(map[workload.JobID]*liveJob, len(s.Running)),
-		vacated: map[workload.PodRef]bool{}}
+		vacated: map[workload.PodRef]bool{}, holds: cluster.NewHolds(view)}
 	l.jobs = make([]*liveJob, 0, len(s.Running))
 	for _, rj := range s.Running {
 		lj := &liveJob{run: rj}
@@ -201,6 +204,9 @@ func (l *ledger) Holders() []backfill.Holder {
 	}
 	return out
 }
+
+// Holds is the cycle's table of capacity kept from placement.
+func (l *ledger) Holds() *cluster.Holds { return l.holds }
 
 // Reserve adds a reservation to the plan.
 func (l *ledger) Reserve(rv Reservation) { l.plan.Reservations = append(l.plan.Reservations, rv) }

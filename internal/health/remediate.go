@@ -43,7 +43,7 @@ type Remediator struct {
 	View   *cluster.State
 	Placer *placement.Placer
 	Index  *Index
-	Holds  *Holds
+	Spares *Spares
 	Now    time.Time
 	// RestartOnly makes every failure a whole-job restart placed anywhere:
 	// the baselines' behaviour (what Kubernetes' default scheduler does).
@@ -179,12 +179,12 @@ func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
 	for _, within := range candidates {
 		g := placement.Gang{Pods: pods, Required: -1, Preferred: -1, Within: within}
-		released := r.Holds.Release(r.View, within, rj.Job.Queue)
+		released := r.Spares.Release(r.View, within, rj.Job.Queue)
 		res := r.Placer.PlaceGang(g)
 		if res.Failure == nil {
 			r.Placer.Commit()
 		}
-		r.Holds.Rehold(r.View, released)
+		r.Spares.Rehold(r.View, released)
 		if res.Failure == nil {
 			return within, true
 		}
