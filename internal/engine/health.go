@@ -49,7 +49,7 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 		sort.Strings(problems)
 		plan.Stats.HealthProblems = problems
 	}
-	rem := &health.Remediator{View: view, Placer: placer, Index: idx, Spares: hc.holds, Now: s.Now, RestartOnly: !corral}
+	rem := &health.Remediator{Ledger: l, View: view, Placer: placer, Index: idx, Spares: hc.holds, Now: s.Now, RestartOnly: !corral}
 	running := make([]int, len(s.Running))
 	for i := range running {
 		running[i] = i
@@ -83,8 +83,7 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 		if d.WholeGang || d.Action == workload.RestartGang {
 			lost = nil // every rank rolls back to the last checkpoint
 		}
-		// Remediate freed the evicted pods' capacity already.
-		l.evictFreed(Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: CauseFailure,
+		l.Evict(Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: CauseFailure,
 			Message: d.Message, LostGPUSeconds: preempt.RestartCost(rj, lost, s.Now)})
 		if d.Action == workload.RestartGang {
 			hc.handled[rj.Job.ID] = true
@@ -118,10 +117,10 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 		hc.handled[pj.Job.ID] = true
 		placed := l.placePinned(hc.holds, pj, within, replacing)
 		if i, ok := byID[pj.Job.ID]; !placed && ok && replacing && health.Escalates(pj.Job) {
-			rem, ev := health.Escalate(view, s.Running[i])
+			rem, ev := health.Escalate(s.Running[i])
 			ev.LostGPUSeconds = preempt.RestartCost(s.Running[i], nil, s.Now)
 			plan.Remediations = append(plan.Remediations, rem)
-			l.evictFreed(ev)
+			l.Evict(ev)
 		}
 	}
 	return hc

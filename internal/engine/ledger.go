@@ -154,15 +154,6 @@ func (l *ledger) Evict(ev Eviction) {
 	lj.run.Pods = kept
 }
 
-// evictFreed records an eviction whose pods' capacity the step freed
-// already (health's remediation frees as it decides).
-func (l *ledger) evictFreed(ev Eviction) {
-	for _, p := range ev.Pods {
-		l.vacated[p] = true
-	}
-	l.Evict(ev)
-}
-
 // RestartCost is the work evicting pods of rj (nil: all) throws away now
 // (preempt.RestartCost), for the policies that must not import preempt.
 func (l *ledger) RestartCost(rj RunningJob, pods []workload.PodRef) float64 {

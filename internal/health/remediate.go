@@ -38,8 +38,16 @@ type Decision struct {
 	Message   string
 }
 
+// Ledger is what remediation needs of the cycle's ledger (internal/engine):
+// to free a hit job's pods in the running view ahead of their eviction.
+type Ledger interface {
+	Vacate(pods []cluster.Placed)
+}
+
 // Remediator decides, one job at a time, against the cycle's running view.
+// The pods it evicts leave the view through Ledger as it decides.
 type Remediator struct {
+	Ledger Ledger
 	View   *cluster.State
 	Placer *placement.Placer
 	Index  *Index
@@ -146,12 +154,14 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 	// RestartGang: the whole job goes back to pending, to be placed as a
 	// gang anywhere it fits; its healthy capacity is free for this cycle.
 	d.Action = workload.RestartGang
+	var free []cluster.Placed
 	for i, p := range rj.Pods {
 		d.Evict = append(d.Evict, p.Pod)
 		if !released[i] {
-			r.View.Release(p.Node, p.Alloc)
+			free = append(free, p)
 		}
 	}
+	r.Ledger.Vacate(free)
 	d.Message = fmt.Sprintf("%s failed: restarting all %d pods", what, len(rj.Pods))
 	return d, true
 }
@@ -162,9 +172,11 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 // failure the view is as it was except that the failed pods' healthy
 // capacity is free, and the last candidate is returned.
 func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.DomainID) (cluster.DomainID, bool) {
-	for _, i := range failed {
-		r.View.Release(rj.Pods[i].Node, rj.Pods[i].Alloc)
+	vacate := make([]cluster.Placed, len(failed))
+	for k, i := range failed {
+		vacate[k] = rj.Pods[i]
 	}
+	r.Ledger.Vacate(vacate)
 	last := candidates[len(candidates)-1]
 	var pods []placement.PodReq
 	for _, i := range failed {
