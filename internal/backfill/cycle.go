@@ -125,7 +125,7 @@ type Ledger interface {
 	Protected(rj cycle.RunningJob) bool
 	// Gang resolves a pending job into its gang for a reservation's replay,
 	// and a key equal for gangs interchangeable in placement; ok is false
-	// for a job that could never fit or is invalid.
+	// for an invalid job.
 	Gang(pj cycle.PendingJob) (g placement.Gang, key string, ok bool)
 }
 

@@ -53,7 +53,7 @@ func (b *Cycle) ReserveStarved(order []int) {
 		}
 		pj := s.Pending[i]
 		g, key, ok := b.l.Gang(pj)
-		if !ok || noSlot[key] {
+		if !ok || placement.CheckNeverFits(view, g) != nil || noSlot[key] {
 			continue
 		}
 		tries++

@@ -4,6 +4,7 @@ import (
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
 )
 
@@ -35,7 +36,7 @@ type run struct {
 	qs      *queue.State
 	order   jobOrder
 	static  []int // the pending jobs their queue admits, in the Orderer's order
-	room    *roomMaker
+	room    *preempt.Room
 	// failed remembers the reason of each gang shape that found no room:
 	// capacity only shrinks within a cycle, so an identical gang fails too.
 	failed map[string]Reason
@@ -112,7 +113,7 @@ func (c *run) queues() {
 // reservation before anything is placed, so that no job, whatever its
 // priority or queue, takes its room unless it ends first.
 func (c *run) reserveStarved() {
-	c.room = c.e.newRoomMaker(c.l, c.scorer, c.devices, c.qs)
+	c.room = c.newRoom()
 	if c.qs != nil {
 		c.bf.SetQueues(c.qs)
 	}
@@ -120,8 +121,8 @@ func (c *run) reserveStarved() {
 		// Preemption honours reservations as placement does, and leaves
 		// alone the jobs that started only after starving; a starved job
 		// may evict the long jobs in its way when no queue rules them.
-		c.room.reserved = c.bf.Closed
-		c.room.startedStarved = c.bf.StartedStarved
+		c.room.Reserved = c.bf.Closed
+		c.room.StartedStarved = c.bf.StartedStarved
 		c.bf.Stragglers = c.qs == nil
 	}
 	c.bf.ReserveStarved(c.static)
@@ -140,9 +141,7 @@ func (c *run) finish() Plan {
 	}
 	c.bf.Grow()
 	c.bf.Finish()
-	if c.room != nil {
-		c.l.plan.Retry = c.room.retry
-	}
+	c.l.plan.Retry = c.room.Retry()
 	return c.l.plan
 }
 

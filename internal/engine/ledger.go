@@ -171,7 +171,7 @@ func (lj *liveJob) pods() []cluster.Placed {
 }
 
 // The ledger is the engine's side of the policies' interfaces
-// (backfill.Ledger): what they read of the cycle, and the rules of the
+// (backfill.Ledger, preempt.Ledger, health.Ledger): what they read of the cycle, and the rules of the
 // other policies they may not import.
 
 // Snapshot is the cycle's input.
@@ -223,15 +223,15 @@ func (l *ledger) Protected(rj RunningJob) bool {
 	return preempt.Protected(rj.Job, preempt.RunFor(rj, l.s.Now)) != ""
 }
 
-// Gang resolves a pending job into its gang and shape key; ok is false for
-// an invalid job or one that could never fit.
+// Gang resolves a job's pods (its waiting ones) into its gang and shape
+// key; ok is false for an invalid job.
 func (l *ledger) Gang(pj PendingJob) (placement.Gang, string, bool) {
 	pods, _, ok := resolvePods(l.view, pj)
 	if !ok {
 		return placement.Gang{}, "", false
 	}
 	g, _, ok := gangOf(l.view, pj.Job, pods)
-	if !ok || placement.CheckNeverFits(l.view, g) != nil {
+	if !ok {
 		return placement.Gang{}, "", false
 	}
 	return g, shapeKey(g), true

@@ -62,7 +62,7 @@ func (c *run) place(i int) {
 	}
 	// Backfill holds the reserved nodes this job cannot leave in time and
 	// the pools it may not use.
-	key := shapeKey(gang) + c.room.shapeSuffix(pj.Job, leaf) + "#" + c.bf.Admit(pj.Job)
+	key := shapeKey(gang) + c.room.ShapeSuffix(pj.Job, leaf) + "#" + c.bf.Admit(pj.Job)
 	if r, seen := c.failed[key]; seen {
 		c.l.plan.Stats.ShapeCacheHits++
 		c.wait(pj, r)
@@ -130,7 +130,7 @@ func (c *run) makeRoom(pj PendingJob, leaf string, gang placement.Gang, res plac
 	if res.Failure == nil {
 		return res, nil
 	}
-	r2, evs, why := c.room.makeRoom(pj, leaf, gang, res.Failure)
+	r2, evs, why := c.room.MakeRoom(pj, leaf, gang, res.Failure)
 	if len(r2.Assignments) > 0 {
 		return r2, evs
 	}

@@ -408,3 +408,16 @@ func (q *State) Refused(i int) bool { _, ok := q.refused[i]; return ok }
 
 // NumRefused is how many pending jobs their queue refuses.
 func (q *State) NumRefused() int { return len(q.refused) }
+
+// Demand is what a pending job's waiting pods would charge a queue
+// (DemandOf), for preemption's rules.
+func (q *State) Demand(view *cluster.State, pj cycle.PendingJob) Amounts { return DemandOf(view, pj) }
+
+// Held is what pods hold, GPUs charged to their model.
+func (q *State) Held(view *cluster.State, pods []cluster.Placed) Amounts {
+	c := Amounts{}
+	for _, p := range pods {
+		AddAlloc(c, view, p.Node, p.Alloc)
+	}
+	return c
+}
