@@ -182,4 +182,3 @@ func (m *Room) message(ev cycle.Eviction, pj cycle.PendingJob, leaf string, whol
 		float64(milli)/workload.MilliPerGPU, ev.LostGPUSeconds/3600)
 	return b.String()
 }
-
