@@ -46,7 +46,7 @@ func (b *Cycle) ShrinkFor(j *workload.Job, g placement.Gang) (placement.Result, 
 		last := &cuts[len(cuts)-1]
 		// One pod at a time, highest ordinal first: take no more than needed.
 		for _, p := range pods[:len(pods)-rj.Job.GangMin()] {
-			b.l.Vacate([]cluster.Placed{placedOf(p)})
+			b.l.Vacate([]cluster.Placed{p.Placed})
 			b.holds.Refresh()
 			last.pods = append(last.pods, p)
 			res := b.l.Placer().PlaceGang(g)
@@ -60,7 +60,7 @@ func (b *Cycle) ShrinkFor(j *workload.Job, g placement.Gang) (placement.Result, 
 	b.restore(func() {
 		for _, c := range cuts {
 			for _, p := range c.pods {
-				b.l.Restore([]cluster.Placed{placedOf(p)})
+				b.l.Restore([]cluster.Placed{p.Placed})
 			}
 		}
 	})
@@ -70,10 +70,6 @@ func (b *Cycle) ShrinkFor(j *workload.Job, g placement.Gang) (placement.Result, 
 type cut struct {
 	rj   cycle.RunningJob
 	pods []cycle.PodBind
-}
-
-func placedOf(p cycle.PodBind) cluster.Placed {
-	return cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc}
 }
 
 // commitShrink turns the pods taken in a successful shrink into evictions.
@@ -140,7 +136,7 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 	for _, rj := range cands {
 		pods := make([]cluster.Placed, len(rj.Pods))
 		for i, p := range rj.Pods {
-			pods[i] = placedOf(p)
+			pods[i] = p.Placed
 		}
 		b.l.Vacate(pods)
 		b.holds.Refresh()
@@ -162,7 +158,7 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 	b.restore(func() {
 		for _, t := range taken {
 			for _, p := range t.Pods {
-				b.l.Restore([]cluster.Placed{placedOf(p)})
+				b.l.Restore([]cluster.Placed{p.Placed})
 			}
 		}
 	})

@@ -145,10 +145,10 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 		at := rel[k].at
 		for ; k < len(rel) && rel[k].at.Equal(at); k++ {
 			for _, p := range holders[rel[k].i].Pods {
-				if blocked != nil && blocked(p.Node) {
+				if blocked != nil && blocked(p.NodeIndex) {
 					continue
 				}
-				future.Release(p.Node, p.Alloc)
+				future.Release(p.NodeIndex, p.Alloc)
 			}
 		}
 		if slot, ok := found(at, k); ok {

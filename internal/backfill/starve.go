@@ -141,7 +141,7 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 		in := false
 		var milli int64
 		for _, p := range h.Pods {
-			in = in || on[p.Node]
+			in = in || on[p.NodeIndex]
 			milli += p.Alloc.GPUMilli()
 		}
 		if in && endOf(h).After(s.Now) {
@@ -182,7 +182,7 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 		h := live[c.i]
 		in := false
 		for _, p := range h.Pods {
-			in = in || uses[p.Node]
+			in = in || uses[p.NodeIndex]
 		}
 		if !in || !c.end.After(earlier.Start) {
 			continue

@@ -321,7 +321,7 @@ func bindOf(s *cluster.State, job workload.JobID, res placement.Result) GangBind
 	}
 	for _, a := range res.Assignments {
 		node := s.Node(a.Node)
-		pb := PodBind{Pod: a.Pod, Node: node.Name, NodeIndex: a.Node, Alloc: a.Alloc}
+		pb := PodBind{Placed: cluster.Placed{Pod: a.Pod, NodeIndex: a.Node, Alloc: a.Alloc}, Node: node.Name}
 		devs := make([]int, len(a.Alloc.Devices))
 		for i, d := range a.Alloc.Devices {
 			pb.Devices = append(pb.Devices, node.Devices[d.Device].ID)

@@ -61,7 +61,7 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 		byID[rj.Job.ID] = i
 		hr := health.Running{Job: rj.Job}
 		for _, p := range rj.Pods {
-			hr.Pods = append(hr.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+			hr.Pods = append(hr.Pods, p.Placed)
 		}
 		d, hit := rem.Remediate(hr)
 		if !hit {

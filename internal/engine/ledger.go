@@ -100,7 +100,7 @@ func (l *ledger) Bind(j *workload.Job, res placement.Result) GangBind {
 		l.jobs = append(l.jobs, lj)
 	}
 	for _, p := range gb.Pods {
-		lj.placed = append(lj.placed, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+		lj.placed = append(lj.placed, p.Placed)
 	}
 	return gb
 }
@@ -110,7 +110,7 @@ func (l *ledger) Bind(j *workload.Job, res placement.Result) GangBind {
 // takes the capacity back.
 func (l *ledger) Vacate(pods []cluster.Placed) {
 	for _, p := range pods {
-		l.view.Release(p.Node, p.Alloc)
+		l.view.Release(p.NodeIndex, p.Alloc)
 		l.vacated[p.Pod] = true
 	}
 }
@@ -119,7 +119,7 @@ func (l *ledger) Vacate(pods []cluster.Placed) {
 func (l *ledger) Restore(pods []cluster.Placed) {
 	for _, p := range pods {
 		// The pod held exactly this before it was vacated.
-		_ = l.view.Allocate(p.Node, p.Alloc)
+		_ = l.view.Allocate(p.NodeIndex, p.Alloc)
 		delete(l.vacated, p.Pod)
 	}
 }
@@ -165,7 +165,7 @@ func (l *ledger) RestartCost(rj RunningJob, pods []workload.PodRef) float64 {
 func (lj *liveJob) pods() []cluster.Placed {
 	out := make([]cluster.Placed, 0, len(lj.run.Pods)+len(lj.placed))
 	for _, p := range lj.run.Pods {
-		out = append(out, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+		out = append(out, p.Placed)
 	}
 	return append(out, lj.placed...)
 }

@@ -43,7 +43,7 @@ func TestLedgerBooksEachPodOnce(t *testing.T) {
 	}
 
 	// A trial vacates b, then the eviction is recorded: freed once.
-	l.Vacate([]cluster.Placed{{Pod: b.Pods[0].Pod, Node: b.Pods[0].NodeIndex, Alloc: b.Pods[0].Alloc}})
+	l.Vacate([]cluster.Placed{b.Pods[0].Placed})
 	if free() != 24000 {
 		t.Errorf("after vacating b: free %d, want 24000", free())
 	}
@@ -53,7 +53,7 @@ func TestLedgerBooksEachPodOnce(t *testing.T) {
 	}
 
 	// A trial that does not go ahead gives the capacity back.
-	cp := []cluster.Placed{{Pod: c.Pods[0].Pod, Node: c.Pods[0].NodeIndex, Alloc: c.Pods[0].Alloc}}
+	cp := []cluster.Placed{c.Pods[0].Placed}
 	l.Vacate(cp)
 	l.Restore(cp)
 	if free() != 24000 {

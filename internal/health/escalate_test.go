@@ -41,7 +41,7 @@ func TestEscalateEvictsEveryBoundPod(t *testing.T) {
 	j := build.Job("g").Pods(2).Obj()
 	rj := cycle.RunningJob{Job: j}
 	for i := range 2 {
-		rj.Pods = append(rj.Pods, cycle.PodBind{Pod: workload.PodRef{Job: j.ID, Index: i}, NodeIndex: i, Alloc: one})
+		rj.Pods = append(rj.Pods, cycle.PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID, Index: i}, NodeIndex: i, Alloc: one}})
 	}
 	rem, ev := Escalate(rj)
 	pods := []workload.PodRef{{Job: j.ID, Index: 0}, {Job: j.ID, Index: 1}}
@@ -59,7 +59,7 @@ func TestPinOf(t *testing.T) {
 	bound := func(nodes ...int) []cycle.PodBind {
 		var out []cycle.PodBind
 		for _, n := range nodes {
-			out = append(out, cycle.PodBind{NodeIndex: n})
+			out = append(out, cycle.PodBind{Placed: cluster.Placed{NodeIndex: n}})
 		}
 		return out
 	}

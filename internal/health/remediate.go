@@ -71,7 +71,7 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 	seen := map[Failure]bool{}
 	d := Decision{Job: rj.Job.ID}
 	for i, p := range rj.Pods {
-		fs := r.Index.podFailures(r.View, p.Node, p.Alloc)
+		fs := r.Index.podFailures(r.View, p.NodeIndex, p.Alloc)
 		if len(fs) == 0 {
 			continue
 		}
@@ -215,9 +215,9 @@ func (r *Remediator) domainsOf(rj Running) []cluster.DomainID {
 	nodes := make([]int, 0, len(rj.Pods))
 	count := map[cluster.DomainID]int{}
 	for _, p := range rj.Pods {
-		nodes = append(nodes, p.Node)
+		nodes = append(nodes, p.NodeIndex)
 		if near > 0 {
-			count[r.View.NodeDomain(p.Node, near)]++
+			count[r.View.NodeDomain(p.NodeIndex, near)]++
 		}
 	}
 	lca := LowestCommon(r.View, nodes, near)

@@ -78,7 +78,7 @@ func TestRemediator(t *testing.T) {
 				if err := view.Allocate(ref.Index, a); err != nil {
 					t.Fatal(err)
 				}
-				rj.Pods = append(rj.Pods, cluster.Placed{Pod: ref, Node: ref.Index, Alloc: a})
+				rj.Pods = append(rj.Pods, cluster.Placed{Pod: ref, NodeIndex: ref.Index, Alloc: a})
 			})
 			if tc.fillRack {
 				if err := view.Allocate(2, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: workload.MilliPerGPU}}}); err != nil {
@@ -131,7 +131,7 @@ type viewLedger struct {
 
 func (l *viewLedger) Vacate(pods []cluster.Placed) {
 	for _, p := range pods {
-		l.view.Release(p.Node, p.Alloc)
+		l.view.Release(p.NodeIndex, p.Alloc)
 		l.vacated = append(l.vacated, p.Pod.Index)
 	}
 }

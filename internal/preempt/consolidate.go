@@ -66,7 +66,7 @@ func (m *Room) consolidate(pj cycle.PendingJob, gang placement.Gang) (placement.
 		u := Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1,
 			Cost: RestartCost(rj, nil, m.s.Now), Gang: &g}
 		for _, p := range rj.Pods {
-			u.Pods = append(u.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+			u.Pods = append(u.Pods, p.Placed)
 		}
 		units = append(units, u)
 	}

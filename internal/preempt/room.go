@@ -229,7 +229,7 @@ func (m *Room) unitsOfJob(rj cycle.RunningJob) []Unit {
 	conv := func(ps []cycle.PodBind) []cluster.Placed {
 		out := make([]cluster.Placed, len(ps))
 		for i, p := range ps {
-			out[i] = cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc}
+			out[i] = p.Placed
 		}
 		return out
 	}

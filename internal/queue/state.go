@@ -417,7 +417,7 @@ func (q *State) Demand(view *cluster.State, pj cycle.PendingJob) Amounts { retur
 func (q *State) Held(view *cluster.State, pods []cluster.Placed) Amounts {
 	c := Amounts{}
 	for _, p := range pods {
-		AddAlloc(c, view, p.Node, p.Alloc)
+		AddAlloc(c, view, p.NodeIndex, p.Alloc)
 	}
 	return c
 }
