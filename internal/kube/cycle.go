@@ -199,9 +199,12 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		}
 	}
 	// Upstream PodGroups learn their state too.
-	pendingReason := map[workload.JobID]string{}
+	pendingReason := map[workload.JobID]engine.Reason{}
 	for _, p := range plan.Pending {
-		pendingReason[p.Job] = p.Reason.Message
+		pendingReason[p.Job] = p.Reason
+		if p.Reason.Verdict == placement.Refused {
+			res.RefusedJobs++
+		}
 	}
 	boundNow := map[workload.JobID]int{}
 	for _, gb := range binds {
@@ -213,12 +216,13 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		}
 		ns := kj.job.Namespace
 		scheduled := len(kj.bound)+boundNow[kj.job.ID] >= kj.job.GangMin() && kj.invalid == "" && kj.waiting == ""
-		msg, reason := pendingReason[kj.job.ID], ReasonUnschedulable
+		why := pendingReason[kj.job.ID]
+		msg, reason := why.Message, ReasonUnschedulable
 		switch {
 		case kj.invalid != "":
 			msg, reason = kj.invalid, ReasonInvalid
-		case kj.refused != nil && !scheduled:
-			msg, reason = kj.refused.message, kj.refused.reason
+		case why.Verdict == placement.Refused && !scheduled:
+			reason, msg = pendingCondition(why)
 		case kj.waiting != "":
 			msg, reason = kj.waiting, ReasonGangIncomplete
 		}
@@ -253,12 +257,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			if err := s.reporter.pending(ctx, kj, ReasonGangIncomplete, kj.waiting); err != nil {
 				s.log.Warn("reporting", "err", err)
 			}
-		case kj.refused != nil:
-			// Never bound: the job is not in the snapshot.
-			res.RefusedJobs++
-			if err := s.reporter.pending(ctx, kj, kj.refused.reason, kj.refused.message); err != nil {
-				s.log.Warn("reporting", "err", err)
-			}
 		}
 	}
 	s.reporter.forget(waiting)
@@ -268,7 +266,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	if err := s.reporter.queueStatus(ctx, s.cache, statuses); err != nil {
 		s.log.Warn("Queue status", "err", err)
 	}
-	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods + res.RefusedJobs + len(held)
+	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods + len(held)
 	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
 	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
 	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
@@ -322,7 +320,8 @@ func onAny(gb engine.GangBind, nodes map[string]bool) bool {
 }
 
 // pendingCondition turns the engine's reason for a waiting job into the
-// PodScheduled=False reason and message. A job its queue refuses, or one
+// PodScheduled=False reason and message. A job its queue refuses (reason:
+// the queue's refusal, e.g. NamespaceDenied), or one
 // held by its queue's limit, is not Unschedulable: more nodes would not
 // help it, and autoscalers read that reason. A verdict this adapter does
 // not know is still shown, as Unschedulable with the engine's message.
@@ -333,6 +332,9 @@ func pendingCondition(r engine.Reason) (reason, message string) {
 	case placement.WaitQuota:
 		return ReasonQueueLimit, r.Message
 	case placement.Refused:
+		if r.Refusal != "" {
+			return r.Refusal, r.Message
+		}
 		return ReasonQueueRefused, r.Message
 	default:
 		return ReasonUnschedulable, r.Message
