@@ -49,7 +49,7 @@ func runningJob(kj *kjob, holds map[string]podHold, assumed map[string]assumedPo
 			// Its capacity stays taken in the state until it is gone.
 			continue
 		}
-		pb := engine.PodBind{Pod: ref, Node: node, NodeIndex: -1}
+		pb := engine.PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: -1}, Node: node}
 		if h, ok := holds[string(p.UID)]; ok {
 			pb.NodeIndex, pb.Alloc = h.node, h.alloc
 			n := s.Node(h.node)

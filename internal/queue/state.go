@@ -40,11 +40,13 @@ type State struct {
 	cursor map[string]int
 }
 
-// NewState resolves every pending and running job's leaf queue and computes
-// usage, demand and fair shares against the cycle's running view, and the
+// NewState resolves the leaf queue of every pending job of s and of the
+// running jobs (the snapshot's, less what the cycle evicted before queues
+// are looked at) and computes usage, demand and fair shares against the
+// cycle's running view, and the
 // in-queue order of each leaf's jobs (priority with aging; aging zero means
 // DefaultAging, negative turns aging off).
-func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, view *cluster.State, aging time.Duration) *State {
+func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, running []cycle.RunningJob, view *cluster.State, aging time.Duration) *State {
 	q := &State{specs: map[string]Spec{}, usage: map[string]Amounts{},
 		demand: map[string]Amounts{}, runningLeaf: map[workload.JobID]string{},
 		refused: map[int]cycle.Reason{}, jobs: map[string][]int{}, cursor: map[string]int{}}
@@ -55,7 +57,7 @@ func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, view *cluster.S
 		q.usage[name] = Amounts{}
 	}
 	q.capacity = CapacityOf(view)
-	for _, rj := range s.Running {
+	for _, rj := range running {
 		leaf, err := q.Leaf(rj.Job)
 		if err != nil {
 			continue // counted nowhere: its queue vanished while it ran
@@ -413,3 +415,16 @@ func (q *State) Refused(i int) bool { _, ok := q.refused[i]; return ok }
 
 // NumRefused is how many pending jobs their queue refuses.
 func (q *State) NumRefused() int { return len(q.refused) }
+
+// Demand is what a pending job's waiting pods would charge a queue
+// (DemandOf), for preemption's rules.
+func (q *State) Demand(view *cluster.State, pj cycle.PendingJob) Amounts { return DemandOf(view, pj) }
+
+// Held is what pods hold, GPUs charged to their model.
+func (q *State) Held(view *cluster.State, pods []cluster.Placed) Amounts {
+	c := Amounts{}
+	for _, p := range pods {
+		AddAlloc(c, view, p.NodeIndex, p.Alloc)
+	}
+	return c
+}
