@@ -57,6 +57,10 @@ const (
 	CauseFailure EvictionCause = "DeviceFailed"
 	// CauseMaxRuntime: the job ran past its declared maximum runtime.
 	CauseMaxRuntime EvictionCause = "MaxRuntimeExceeded"
+	// CauseRollback: a gang running below its minimum (a binding cut off
+	// part-way, or the rest can never fit) is rolled back to start again
+	// whole.
+	CauseRollback EvictionCause = "GangRolledBack"
 )
 
 // Eviction takes pods away from a running job. Drivers carry evictions out

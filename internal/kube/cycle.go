@@ -158,7 +158,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		}(gb)
 	}
 	wg.Wait()
-	res.PodsEvicted += s.finishCutOffs(ctx, w, plan, start)
+	s.forgetCutOffs(w) // cutoff.go
 	for job, victims := range held {
 		kj := w.byID[job]
 		if kj == nil {
@@ -173,27 +173,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		if kj == nil {
 			continue
 		}
+		// A gang below its minimum whose rest cannot join it is rolled
+		// back by the engine (a CauseRollback eviction, carried out above).
 		reason, msg := pendingCondition(p.Reason)
-		if p.Reason.Verdict == placement.NeverFits {
-			// Part of this gang is bound (a binding failed part-way, or the
-			// cluster shrank) and the rest can never join it: the bound pods
-			// hold GPUs for nothing, so the gang is rolled back whole.
-			if len(kj.bound) > 0 && len(kj.bound) < kj.job.GangMin() {
-				n, err := s.binder.evictGang(ctx, kj)
-				if err != nil {
-					s.log.Warn("rolling back a gang", "job", kj.key, "err", err)
-				}
-				if n > 0 {
-					s.log.Info("rolled back a gang that can no longer reach its minimum", "job", kj.key, "evicted", n)
-					for _, ref := range kj.refs {
-						if _, ok := kj.bound[ref]; ok {
-							s.reporter.event(kj.pods[ref], corev1.EventTypeWarning, "GangRolledBack", "Evict",
-								"evicted: the rest of the gang can never fit (%s)", p.Reason.Message)
-						}
-					}
-				}
-			}
-		}
 		if err := s.reporter.pending(ctx, kj, reason, msg); err != nil {
 			s.log.Warn("reporting", "err", err)
 		}
