@@ -94,10 +94,11 @@ type Ledger interface {
 	View() *cluster.State
 	Placer() *placement.Placer
 	// Running lists the jobs that ran before the cycle and no decision of
-	// it evicted, in id order, with the pods they still hold.
+	// it evicted, in id order, with the pods they still hold (shared: not
+	// to be changed).
 	Running() []cycle.RunningJob
 	// Holders lists every job holding capacity: Running, and the jobs bound
-	// this cycle with what they were bound.
+	// this cycle with what they were bound (shared: not to be changed).
 	Holders() []Holder
 	// Bind records a placement on the view as the plan's bind of j.
 	Bind(j *workload.Job, res placement.Result) cycle.GangBind

@@ -183,7 +183,7 @@ func (b *Cycle) Grow() {
 	}
 	view, placer := b.l.View(), b.l.Placer()
 	b.reholdAfterEvictions()
-	running := b.l.Running()
+	running := append([]cycle.RunningJob(nil), b.l.Running()...)
 	sort.Slice(running, func(a, c int) bool {
 		x, y := running[a].Job, running[c].Job
 		if x.Priority != y.Priority {

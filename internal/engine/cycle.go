@@ -79,7 +79,7 @@ func (c *run) health() {
 // past their max runtime leave, and the pools held for job classes are
 // resolved.
 func (c *run) backfillPre() {
-	c.bf = backfill.NewCycle(c.e.cfg.Backfill, c.e.v.backfillMode(), c.l)
+	c.bf = backfill.NewCycle(c.e.cfg.Backfill, c.e.v.backfill, c.l)
 	c.bf.EnforceMaxRuntime()
 	c.l.plan.PoolProblems = c.bf.ResolvePools()
 }
