@@ -38,6 +38,9 @@ type ledger struct {
 	// holds keeps capacity from placement for reservations, pools and
 	// spares: one table, keyed by owner.
 	holds *cluster.Holds
+	// heldAt is how many evictions the plan had when the closed nodes were
+	// last taken (RetakeHolds).
+	heldAt int
 	// running and holders cache Running and Holders until the next change.
 	running []RunningJob
 	holders []backfill.Holder
@@ -215,8 +218,14 @@ func (l *ledger) Holds() *cluster.Holds { return l.holds }
 // Reserve adds a reservation to the plan.
 func (l *ledger) Reserve(rv Reservation) { l.plan.Reservations = append(l.plan.Reservations, rv) }
 
-// Evictions is how many evictions the plan holds.
-func (l *ledger) Evictions() int { return len(l.plan.Evictions) }
+// RetakeHolds takes the closed nodes again when an eviction came since they
+// were last taken: the victims may have freed capacity on them.
+func (l *ledger) RetakeHolds() {
+	if n := len(l.plan.Evictions); n != l.heldAt {
+		l.holds.Refresh()
+		l.heldAt = n
+	}
+}
 
 // Waiting reports whether a job waits for capacity so far.
 func (l *ledger) Waiting() bool {
