@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/corral-dev/corral/internal/backfill"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
@@ -40,9 +39,6 @@ type run struct {
 	// failed remembers the reason of each gang shape that found no room:
 	// capacity only shrinks within a cycle, so an identical gang fails too.
 	failed map[string]Reason
-	// spareReleased are spares released for a job that could never fit
-	// beside them, held again before the next job.
-	spareReleased []health.SpareKey
 }
 
 // begin copies the free capacity into a running view only this cycle
@@ -133,7 +129,7 @@ func (c *run) reserveStarved() {
 // a deferred preemption should be looked at again.
 func (c *run) finish() Plan {
 	if c.hc.holds != nil {
-		c.hc.holds.Rehold(c.l.view, c.spareReleased)
+		c.hc.holds.HoldAgain(c.l.view)
 		c.l.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
 	}
 	if c.qs != nil {
