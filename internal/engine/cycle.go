@@ -19,7 +19,8 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	for i, more := c.order.Next(); more; i, more = c.order.Next() {
 		c.place(i) // 6. each job: the whole gang (corral) or pod by pod (baselines)
 	}
-	return c.finish() // 7. spares re-held, queue statuses, growth, holds lifted
+	c.rollBack()      // 7. gangs below their minimum rolled back (rollback.go)
+	return c.finish() // 8. spares re-held, queue statuses, growth, holds lifted
 }
 
 // run is one cycle's working state: the snapshot as the steps so far left

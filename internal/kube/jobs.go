@@ -48,9 +48,6 @@ type kjob struct {
 	group   string // PodGroup name, when the gang came from one
 	invalid string // the job cannot be scheduled as written: why
 	waiting string // the job is not ready to be scheduled yet: why
-	// refused says why the job may not enter the queue it names (or has
-	// no queue); such a job is never placed.
-	refused *refusal
 	// capped says why the gang minimum is below the declared one (gangmin.go).
 	capped string
 	// laterFrom is the first pod set of members the controller has not

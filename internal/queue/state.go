@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -70,7 +71,11 @@ func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, running []cycle
 	for i, pj := range s.Pending {
 		leaf, err := q.Leaf(pj.Job)
 		if err != nil {
-			q.refused[i] = cycle.Reason{Verdict: placement.Refused, Level: "queue", Message: err.Error()}
+			r := cycle.Reason{Verdict: placement.Refused, Level: "queue", Message: err.Error()}
+			if ae, ok := err.(*AdmitError); ok {
+				r.Refusal = ae.Refusal.String()
+			}
+			q.refused[i] = r
 			continue
 		}
 		q.leafOf[i] = leaf
@@ -198,16 +203,18 @@ func (q *State) Statuses(s *cycle.Snapshot, view *cluster.State, pendingLeft []c
 			p = Amounts{}
 		}
 		out = append(out, cycle.QueueStatus{Name: st.Queue, Allocated: st.Allocated, FairShare: st.FairShare,
-			Pending: p, Borrowed: st.Borrowed})
+			Pending: p, Borrowed: st.Borrowed, Leaf: q.tree.IsLeaf(st.Queue)})
 	}
-	seen := map[string]bool{}
-	for _, p := range q.problems {
-		if seen[p.Queue] {
-			continue
+	// Problems come sorted by queue: one status per left-out queue, with
+	// every reason.
+	for i := 0; i < len(q.problems); {
+		j, reasons := i, []string{}
+		for ; j < len(q.problems) && q.problems[j].Queue == q.problems[i].Queue; j++ {
+			reasons = append(reasons, q.problems[j].Reason)
 		}
-		seen[p.Queue] = true
-		out = append(out, cycle.QueueStatus{Name: p.Queue, Allocated: Amounts{}, FairShare: Amounts{},
-			Pending: Amounts{}, Borrowed: Amounts{}, Problem: p.Reason})
+		out = append(out, cycle.QueueStatus{Name: q.problems[i].Queue, Allocated: Amounts{}, FairShare: Amounts{},
+			Pending: Amounts{}, Borrowed: Amounts{}, Problem: strings.Join(reasons, "; ")})
+		i = j
 	}
 	return out
 }
