@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
@@ -52,7 +50,7 @@ func TestKueueAdmitsCorralPlaces(t *testing.T) {
 	}
 	ctx := context.Background()
 	ns := namespace(t, c, "kueue-")
-	gatedBinds := watchGatedBinds(t, c, ns)
+	gatedBinds := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) > 0 })
 	startCorral(t, c)
 
 	root, err := framework.RepoRoot()
@@ -133,43 +131,4 @@ func getJob(t *testing.T, c *framework.Cluster, ns, name string) *batchv1.Job {
 		t.Fatal(err)
 	}
 	return j
-}
-
-// watchGatedBinds watches the namespace's pods until the test ends and
-// returns what it saw so far: pods seen with a node and a scheduling gate
-// at once.
-func watchGatedBinds(t *testing.T, c *framework.Cluster, ns string) func() []string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var seen []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			if p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) > 0 {
-				mu.Lock()
-				seen = append(seen, p.Name)
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); w.Stop(); <-done })
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), seen...)
-	}
 }
