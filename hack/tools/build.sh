@@ -167,9 +167,14 @@ fi
 # ---------------------------------------------------------------- kwok stages
 if [[ ${stages_missing} -eq 1 ]]; then
   log "writing kwok stages to ${BIN}/kwok-stages"
-  rm -rf "${BIN}/kwok-stages"
-  go run ./stages "${BIN}/kwok-stages" | sed 's/^/[tools]   /'
-  printf '%s\n' "${STAGES_VERSION}" >"${STAGES_STAMP}"
+  # Written aside and swapped in: a test starting meanwhile finds either
+  # the old stages or the new ones, never none.
+  rm -rf "${BIN}/.kwok-stages.new" "${BIN}/.kwok-stages.old"
+  go run ./stages "${BIN}/.kwok-stages.new" | sed 's/^/[tools]   /'
+  printf '%s\n' "${STAGES_VERSION}" >"${BIN}/.kwok-stages.new/.stages-version"
+  [[ -d "${BIN}/kwok-stages" ]] && mv "${BIN}/kwok-stages" "${BIN}/.kwok-stages.old"
+  mv "${BIN}/.kwok-stages.new" "${BIN}/kwok-stages"
+  rm -rf "${BIN}/.kwok-stages.old"
 fi
 
 # ---------------------------------------------------------------- smoke check
