@@ -34,4 +34,5 @@ const (
 	CauseShrink      = cycle.CauseShrink
 	CauseFailure     = cycle.CauseFailure
 	CauseMaxRuntime  = cycle.CauseMaxRuntime
+	CauseRollback    = cycle.CauseRollback
 )

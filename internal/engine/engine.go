@@ -185,49 +185,19 @@ func New(cfg Config) *Engine {
 // Policy returns the engine's policy.
 func (e *Engine) Policy() Policy { return e.name }
 
-// withoutEvicted is the snapshot with the pods this plan already evicts
-// taken out of its running jobs, so that no later step (max runtime,
-// preemption, reclaim, shrinking) picks them again: evicting a pod twice in
-// one plan would fail the second time in every driver.
-func withoutEvicted(s *Snapshot, evs []Eviction) *Snapshot {
-	if len(evs) == 0 {
-		return s
-	}
-	gone := map[workload.PodRef]bool{}
-	for _, ev := range evs {
-		for _, p := range ev.Pods {
-			gone[p] = true
-		}
-	}
-	out := *s
-	out.Running = make([]RunningJob, 0, len(s.Running))
-	for _, rj := range s.Running {
-		kept := rj
-		kept.Pods = nil
-		for _, p := range rj.Pods {
-			if !gone[p.Pod] {
-				kept.Pods = append(kept.Pods, p)
-			}
-		}
-		if len(kept.Pods) > 0 {
-			out.Running = append(out.Running, kept)
-		}
-	}
-	return &out
-}
-
 // podByPod is the baselines' path: each waiting pod on its own, no gang.
-func (e *Engine) podByPod(placer *placement.Placer, pj PendingJob, pods []placement.PodReq, plan *Plan) {
+func (l *ledger) podByPod(pj PendingJob, pods []placement.PodReq) {
 	var res placement.Result
 	for i := range pods {
-		a, ok := placer.PlacePod(&pods[i], 0)
+		a, ok := l.placer.PlacePod(&pods[i], 0)
 		if ok {
 			res.Assignments = append(res.Assignments, a)
 		}
 	}
-	placer.Commit()
+	l.placer.Commit()
+	plan := &l.plan
 	if len(res.Assignments) > 0 {
-		plan.Binds = append(plan.Binds, bindOf(placer.State(), pj.Job.ID, res))
+		l.Bind(pj.Job, res)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
 	}
@@ -351,7 +321,7 @@ func bindOf(s *cluster.State, job workload.JobID, res placement.Result) GangBind
 	}
 	for _, a := range res.Assignments {
 		node := s.Node(a.Node)
-		pb := PodBind{Pod: a.Pod, Node: node.Name, NodeIndex: a.Node, Alloc: a.Alloc}
+		pb := PodBind{Placed: cluster.Placed{Pod: a.Pod, NodeIndex: a.Node, Alloc: a.Alloc}, Node: node.Name}
 		devs := make([]int, len(a.Alloc.Devices))
 		for i, d := range a.Alloc.Devices {
 			pb.Devices = append(pb.Devices, node.Devices[d.Device].ID)

@@ -218,26 +218,3 @@ func (w *world) poolOf(node, device string) string {
 	}
 	return node
 }
-
-// evictGang evicts the bound pods of a gang that can no longer reach its
-// minimum (the rest of it can never fit), through the Eviction API (see
-// evictPod) so that disruption budgets are honoured.
-func (b *binder) evictGang(ctx context.Context, kj *kjob) (int, error) {
-	n := 0
-	for _, ref := range kj.refs {
-		if _, ok := kj.bound[ref]; !ok {
-			continue
-		}
-		p := kj.pods[ref]
-		if p.Spec.NodeName == "" {
-			continue // assumed only: its binding has not landed yet
-		}
-		// No DisruptionTarget of corral's own: nothing preempts this gang,
-		// the Eviction API's EvictionByEvictionAPI says what happened.
-		if err := b.evictPod(ctx, p, ""); err != nil {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}

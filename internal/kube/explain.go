@@ -91,10 +91,6 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 			e.Suggestions = []string{kj.waitAdvice}
 		}
 		return e, nil
-	case kj.refused != nil:
-		e.State, e.Reason, e.Level = "refused", kj.refused.message, "queue"
-		e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get corralqueues)", v1alpha1.LabelQueue)}
-		return e, nil
 	}
 	plan := s.engine.Cycle(w.snap)
 	for _, b := range plan.Binds {
@@ -116,8 +112,13 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		}
 		e.Reason, e.Level = pe.Reason.Message, pe.Reason.Level
 		e.State = "pending"
-		if pe.Reason.Verdict == placement.NeverFits {
+		switch pe.Reason.Verdict {
+		case placement.NeverFits:
 			e.State = "never-fits"
+		case placement.Refused:
+			e.State = "refused"
+			e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get corralqueues)", v1alpha1.LabelQueue)}
+			return e, nil
 		}
 		e.Suggestions = suggest(w.state, kj, pe.Reason)
 	}
