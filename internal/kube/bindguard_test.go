@@ -138,7 +138,8 @@ func TestBindGangRefusesADeletedOwner(t *testing.T) {
 		{Job: "j", PodSet: 0, Index: 0}: pods[0], {Job: "j", PodSet: 0, Index: 1}: pods[1]}}
 	w := &world{state: build.State(build.Topo(), []cluster.Node{build.Node().Name("n1").Obj()}), byID: map[workload.JobID]*kjob{"j": kj}}
 	gb := engine.GangBind{Job: "j", Pods: []engine.PodBind{
-		{Pod: workload.PodRef{Job: "j", PodSet: 0, Index: 0}, Node: "n1"}, {Pod: workload.PodRef{Job: "j", PodSet: 0, Index: 1}, Node: "n1"}}}
+		{Placed: cluster.Placed{Pod: workload.PodRef{Job: "j", PodSet: 0, Index: 0}}, Node: "n1"},
+		{Placed: cluster.Placed{Pod: workload.PodRef{Job: "j", PodSet: 0, Index: 1}}, Node: "n1"}}}
 	n, err := b.bindGang(context.Background(), w, gb)
 	if n != 0 || err == nil || !strings.Contains(err.Error(), "its JobSet ns/js is being deleted") {
 		t.Errorf("bindGang = %d, %v; want 0 bound and the JobSet's deletion", n, err)
