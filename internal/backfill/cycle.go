@@ -94,10 +94,11 @@ type Ledger interface {
 	View() *cluster.State
 	Placer() *placement.Placer
 	// Running lists the jobs that ran before the cycle and no decision of
-	// it evicted, in id order, with the pods they still hold.
+	// it evicted, in id order, with the pods they still hold (shared: not
+	// to be changed).
 	Running() []cycle.RunningJob
 	// Holders lists every job holding capacity: Running, and the jobs bound
-	// this cycle with what they were bound.
+	// this cycle with what they were bound (shared: not to be changed).
 	Holders() []Holder
 	// Bind records a placement on the view as the plan's bind of j.
 	Bind(j *workload.Job, res placement.Result) cycle.GangBind
@@ -112,10 +113,12 @@ type Ledger interface {
 	Holds() *cluster.Holds
 	// Reserve adds a reservation to the plan.
 	Reserve(rv cycle.Reservation)
-	// Evictions is how many evictions the plan holds; Waiting whether a
-	// job waits for capacity (a WaitFree pending reason); Stats the plan's
-	// counters.
-	Evictions() int
+	// RetakeHolds takes the closed nodes of Holds again when an eviction
+	// came since they were last taken: the victims may have freed capacity
+	// on them.
+	RetakeHolds()
+	// Waiting says whether a job waits for capacity (a WaitFree pending
+	// reason); Stats are the plan's counters.
 	Waiting() bool
 	Stats() *cycle.CycleStats
 	// RestartCost prices evicting pods of rj (nil: all) with the
@@ -163,9 +166,6 @@ type Cycle struct {
 	synced  bool
 	heldKey string
 	heldRes int
-	// heldAt is how many evictions the plan had when the holds were last
-	// re-taken: an eviction since may have freed capacity on held nodes.
-	heldAt int
 }
 
 type reservation struct {
@@ -217,7 +217,7 @@ func (b *Cycle) EnforceMaxRuntime() {
 		}
 		b.l.Evict(o.Eviction)
 	}
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 }
 
 // Admit sets the holds for job j: nodes reserved for a job j cannot finish
@@ -282,7 +282,7 @@ func (b *Cycle) endsBefore(j *workload.Job, t time.Time) bool {
 // Placed counts a job bound this cycle as backfilled when it took reserved
 // nodes.
 func (b *Cycle) Placed(j *workload.Job, gb cycle.GangBind) {
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 	onReserved := false
 	for _, p := range gb.Pods {
 		for _, r := range b.res {
@@ -347,7 +347,7 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 	}
 	b.normal++
 	b.queueRs[j.Queue]++
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 	slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, b.holds.Closed)
 	if !ok {
 		switch {
@@ -391,16 +391,6 @@ func (b *Cycle) add(j *workload.Job, slot Slot) cycle.Reservation {
 	b.res = append(b.res, ar)
 	b.l.Reserve(rv)
 	return rv
-}
-
-// reholdAfterEvictions takes the holds again when the plan gained
-// evictions since they were last taken: the victims may have freed
-// capacity on held nodes.
-func (b *Cycle) reholdAfterEvictions() {
-	if n := b.l.Evictions(); n != b.heldAt {
-		b.holds.Refresh()
-		b.heldAt = n
-	}
 }
 
 // Finish lifts every hold: the view is the cycle's alone, but a clean view

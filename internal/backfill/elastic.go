@@ -18,7 +18,7 @@ func (b *Cycle) ShrinkFor(j *workload.Job, g placement.Gang) (placement.Result, 
 	if b.mode != EASY {
 		return placement.Result{}, false
 	}
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 	var cands []cycle.RunningJob
 	for _, rj := range b.l.Running() {
 		if rj.Job.ID != j.ID && rj.Job.Priority <= j.Priority && len(rj.Pods) > rj.Job.GangMin() {
@@ -105,7 +105,7 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 	if len(pools) == 0 {
 		return placement.Result{}, false
 	}
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 	var cands []cycle.RunningJob
 	for _, rj := range b.l.Running() {
 		if rj.Job.Class == j.Class {
@@ -182,8 +182,8 @@ func (b *Cycle) Grow() {
 		return
 	}
 	view, placer := b.l.View(), b.l.Placer()
-	b.reholdAfterEvictions()
-	running := b.l.Running()
+	b.l.RetakeHolds()
+	running := append([]cycle.RunningJob(nil), b.l.Running()...)
 	sort.Slice(running, func(a, c int) bool {
 		x, y := running[a].Job, running[c].Job
 		if x.Priority != y.Priority {

@@ -109,7 +109,7 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 	if !b.Stragglers {
 		return false
 	}
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 	s, view := b.l.Snapshot(), b.l.View()
 	on := map[int]bool{}
 	for _, n := range slot.Nodes {
@@ -207,6 +207,6 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 		b.l.Evict(ev)
 		b.l.Stats().Evictions++
 	}
-	b.reholdAfterEvictions()
+	b.l.RetakeHolds()
 	return true
 }

@@ -21,14 +21,3 @@ const (
 	DefaultReserveConfidence = backfill.DefaultReserveConfidence
 	DefaultStarveAfter       = backfill.DefaultStarveAfter
 )
-
-// backfillMode is the policy's treatment of a blocked job.
-func (v variant) backfillMode() backfill.Mode {
-	switch {
-	case v.backfill:
-		return backfill.EASY
-	case v.fifo:
-		return backfill.StrictFIFO
-	}
-	return backfill.Greedy
-}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/corral-dev/corral/internal/backfill"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
@@ -13,6 +12,7 @@ import (
 // policy lives in the package named for it.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	c := e.begin(s)    // 1. the running view, the scorer and the placer
+	c.warn()           //    preferences the cluster cannot honour, ignored (warnings.go)
 	c.health()         // 2. health: suspects, spares, remediation, replacement ranks first
 	c.backfillPre()    // 3. backfill: max runtime enforced, pools resolved
 	c.queues()         // 4. queues: leaves, usage, fair shares, refused jobs, the order
@@ -41,9 +41,6 @@ type run struct {
 	// failed remembers the reason of each gang shape that found no room:
 	// capacity only shrinks within a cycle, so an identical gang fails too.
 	failed map[string]Reason
-	// spareReleased are spares released for a job that could never fit
-	// beside them, held again before the next job.
-	spareReleased []health.SpareKey
 }
 
 // begin copies the free capacity into a running view only this cycle
@@ -80,7 +77,7 @@ func (c *run) health() {
 // past their max runtime leave, and the pools held for job classes are
 // resolved.
 func (c *run) backfillPre() {
-	c.bf = backfill.NewCycle(c.e.cfg.Backfill, c.e.v.backfillMode(), c.l)
+	c.bf = backfill.NewCycle(c.e.cfg.Backfill, c.e.v.backfill, c.l)
 	c.bf.EnforceMaxRuntime()
 	c.l.plan.PoolProblems = c.bf.ResolvePools()
 }
@@ -134,7 +131,7 @@ func (c *run) reserveStarved() {
 // a deferred preemption should be looked at again.
 func (c *run) finish() Plan {
 	if c.hc.holds != nil {
-		c.hc.holds.Rehold(c.l.view, c.spareReleased)
+		c.hc.holds.HoldAgain(c.l.view)
 		c.l.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
 	}
 	if c.qs != nil {

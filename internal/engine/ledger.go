@@ -38,6 +38,12 @@ type ledger struct {
 	// holds keeps capacity from placement for reservations, pools and
 	// spares: one table, keyed by owner.
 	holds *cluster.Holds
+	// heldAt is how many evictions the plan had when the closed nodes were
+	// last taken (RetakeHolds).
+	heldAt int
+	// running and holders cache Running and Holders until the next change.
+	running []RunningJob
+	holders []backfill.Holder
 }
 
 // liveJob is one job holding capacity in the cycle.
@@ -71,15 +77,19 @@ func newLedger(s *Snapshot, view *cluster.State) *ledger {
 // Running lists the jobs that ran before the cycle, still hold pods from
 // then and were not evicted by a decision of this cycle, in id order, each
 // with the pods it still holds: the candidates for every decision that
-// takes capacity from running work.
+// takes capacity from running work. The list is shared until the next
+// eviction: callers must not change it.
 func (l *ledger) Running() []RunningJob {
-	out := make([]RunningJob, 0, len(l.jobs))
+	if l.running != nil {
+		return l.running
+	}
+	l.running = make([]RunningJob, 0, len(l.jobs))
 	for _, lj := range l.jobs {
-		if lj.run.Pods != nil && len(lj.run.Pods) > 0 && !lj.evicted {
-			out = append(out, lj.run)
+		if len(lj.run.Pods) > 0 && !lj.evicted {
+			l.running = append(l.running, lj.run)
 		}
 	}
-	return out
+	return l.running
 }
 
 // Evicted reports whether a decision of this cycle took pods from job id.
@@ -93,6 +103,7 @@ func (l *ledger) Evicted(id workload.JobID) bool {
 func (l *ledger) Bind(j *workload.Job, res placement.Result) GangBind {
 	gb := bindOf(l.view, j.ID, res)
 	l.plan.Binds = append(l.plan.Binds, gb)
+	l.holders = nil
 	lj, ok := l.byID[j.ID]
 	if !ok {
 		lj = &liveJob{run: RunningJob{Job: j, Start: l.s.Now}}
@@ -128,6 +139,7 @@ func (l *ledger) Restore(pods []cluster.Placed) {
 // returns to the view, unless vacate freed it already.
 func (l *ledger) Evict(ev Eviction) {
 	l.plan.Evictions = append(l.plan.Evictions, ev)
+	l.running, l.holders = nil, nil
 	lj, ok := l.byID[ev.Job]
 	if !ok {
 		return
@@ -185,15 +197,19 @@ func (l *ledger) Placer() *placement.Placer { return l.placer }
 
 // Holders lists every job holding capacity now, for the replay of
 // expected ends: what running jobs still hold, and the jobs bound this
-// cycle.
+// cycle. The list is shared until the next bind or eviction: callers must
+// not change it.
 func (l *ledger) Holders() []backfill.Holder {
-	out := make([]backfill.Holder, 0, len(l.jobs))
+	if l.holders != nil {
+		return l.holders
+	}
+	l.holders = make([]backfill.Holder, 0, len(l.jobs))
 	for _, lj := range l.jobs {
 		if pods := lj.pods(); len(pods) > 0 {
-			out = append(out, backfill.Holder{Job: lj.run.Job, Start: lj.run.Start, Pods: pods})
+			l.holders = append(l.holders, backfill.Holder{Job: lj.run.Job, Start: lj.run.Start, Pods: pods})
 		}
 	}
-	return out
+	return l.holders
 }
 
 // Holds is the cycle's table of capacity kept from placement.
@@ -202,8 +218,14 @@ func (l *ledger) Holds() *cluster.Holds { return l.holds }
 // Reserve adds a reservation to the plan.
 func (l *ledger) Reserve(rv Reservation) { l.plan.Reservations = append(l.plan.Reservations, rv) }
 
-// Evictions is how many evictions the plan holds.
-func (l *ledger) Evictions() int { return len(l.plan.Evictions) }
+// RetakeHolds takes the closed nodes again when an eviction came since they
+// were last taken: the victims may have freed capacity on them.
+func (l *ledger) RetakeHolds() {
+	if n := len(l.plan.Evictions); n != l.heldAt {
+		l.holds.Refresh()
+		l.heldAt = n
+	}
+}
 
 // Waiting reports whether a job waits for capacity so far.
 func (l *ledger) Waiting() bool {

@@ -9,10 +9,7 @@ import (
 // the holds of backfill and health, then tries to make room (shrinking,
 // pool reclaim, preemption) and finally explains why it waits.
 func (c *run) place(i int) {
-	if c.spareReleased != nil {
-		c.hc.holds.Rehold(c.l.view, c.spareReleased)
-		c.spareReleased = nil
-	}
+	c.hc.holds.HoldAgain(c.l.view) // spares let in for the job before
 	pj := c.s.Pending[i]
 	if c.hc.handled[pj.Job.ID] {
 		return
@@ -68,9 +65,8 @@ func (c *run) place(i int) {
 		c.wait(pj, r)
 		return
 	}
-	if c.hc.holds != nil && c.hc.holds.Crowds(c.l.view, max(0, c.l.view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs())) {
-		c.spareReleased = c.hc.holds.ReleaseAll(c.l.view)
-	}
+	// Spares a job could never fit beside are let in for it (health).
+	c.hc.holds.LetIn(c.l.view, max(0, c.l.view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs()))
 	res := c.l.placer.PlaceGang(gang)
 	if res.Failure != nil && pj.Waiting == nil && pj.Job.GangMin() < len(pods) {
 		// Not all of an elastic job fits: start its minimum now.

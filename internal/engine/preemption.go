@@ -31,32 +31,17 @@ const (
 	DefaultCheckpointWait = preempt.DefaultCheckpointWait
 )
 
-// preemptConfig is the cycle's preemption as the Config asks for it; ok is
-// false when the policy never evicts.
-func (e *Engine) preemptConfig() (preempt.Config, bool) {
-	if !e.v.gangs || e.cfg.Preemption == PreemptOff {
-		return preempt.Config{}, false
-	}
-	cfg := preempt.Config{Strategy: preempt.LeastLost, Budget: e.cfg.PreemptBudget,
-		Consolidate: e.cfg.Consolidate, CheckpointWait: e.cfg.CheckpointWait}
-	if e.cfg.Preemption == PreemptNewest {
-		cfg.Strategy = preempt.LowestPriorityNewest
-	}
-	return cfg, true
-}
-
 // newRoom sets up the cycle's preemption (internal/preempt) on the
 // ledger, nil when nothing may be evicted.
 func (c *run) newRoom() *preempt.Room {
-	cfg, ok := c.e.preemptConfig()
-	if !ok {
+	if !c.e.v.preempts {
 		return nil
 	}
 	var qs preempt.Queues
 	if c.qs != nil {
 		qs = c.qs
 	}
-	return preempt.NewRoom(cfg, c.l, c.scorer, c.devices, qs)
+	return preempt.NewRoom(c.e.v.preempt, c.l, c.scorer, c.devices, qs)
 }
 
 // RestartCost is preempt.RestartCost, for drivers that report the work an

@@ -22,6 +22,9 @@ type SpareKey struct {
 type Spares struct {
 	want  map[SpareKey]int // GPUs to hold
 	table *cluster.Holds
+	// letIn are the spares given back for one job (LetIn), to hold again
+	// before the next (HoldAgain).
+	letIn []SpareKey
 }
 
 func ownerOf(k SpareKey) cluster.HoldOwner {
@@ -229,6 +232,24 @@ func (h *Spares) Crowds(view *cluster.State, lv, gpus int) bool {
 		}
 	}
 	return fitsSomewhere
+}
+
+// LetIn gives every held spare back for a job of gpus whole GPUs, required
+// inside one domain of level lv, that could never fit beside them
+// (Crowds); HoldAgain takes them again, from what it left.
+func (h *Spares) LetIn(view *cluster.State, lv, gpus int) {
+	if h != nil && h.Crowds(view, lv, gpus) {
+		h.letIn = h.ReleaseAll(view)
+	}
+}
+
+// HoldAgain holds the spares LetIn gave back again.
+func (h *Spares) HoldAgain(view *cluster.State) {
+	if h == nil || h.letIn == nil {
+		return
+	}
+	h.Rehold(view, h.letIn)
+	h.letIn = nil
 }
 
 // ReleaseAll gives every held spare back to the view and returns the
