@@ -50,6 +50,7 @@ func TestKueueAdmitsCorralPlaces(t *testing.T) {
 	}
 	ctx := context.Background()
 	ns := namespace(t, c, "kueue-")
+	gated := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return len(p.Spec.SchedulingGates) > 0 })
 	gatedBinds := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) > 0 })
 	startCorral(t, c)
 
@@ -119,6 +120,9 @@ func TestKueueAdmitsCorralPlaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	placedAsKueueSaid("second")
+	if len(gated()) == 0 {
+		t.Errorf("no pod was seen with Kueue's scheduling gate: the test did not exercise gated pods")
+	}
 	if got := gatedBinds(); len(got) > 0 {
 		t.Errorf("pods bound while gated: %v", got)
 	}
