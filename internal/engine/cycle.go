@@ -7,9 +7,9 @@ import (
 	"github.com/corral-dev/corral/internal/queue"
 )
 
-// Cycle decides what to do now, in numbered steps; each runs against the
-// cycle's own running view, so nothing is booked twice, and each step's
-// policy lives in the package named for it.
+// Cycle decides what to do now, in numbered steps; each changes capacity
+// only through the cycle's ledger (ledger.go), so nothing is booked twice,
+// and each step's policy lives in the package named for it.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	c := e.begin(s)    // 1. the running view, the scorer and the placer
 	c.health()         // 2. health: suspects, spares, remediation, replacement ranks first
@@ -23,8 +23,9 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	return c.finish() // 8. spares re-held, queue statuses, growth, holds lifted
 }
 
-// run is one cycle's working state: the snapshot as the steps so far left
-// it, the running view and the plan being built.
+// run is one cycle's working state: the snapshot as the driver gave it,
+// the ledger (what the steps so far decided) and each policy's part of
+// the cycle.
 type run struct {
 	e       *Engine
 	s       *Snapshot
