@@ -59,11 +59,7 @@ func (e *Engine) healthStep(l *ledger) healthCycle {
 	for _, i := range running {
 		rj := s.Running[i]
 		byID[rj.Job.ID] = i
-		hr := health.Running{Job: rj.Job}
-		for _, p := range rj.Pods {
-			hr.Pods = append(hr.Pods, p.Placed)
-		}
-		d, hit := rem.Remediate(hr)
+		d, hit := rem.Remediate(rj)
 		if !hit {
 			continue
 		}
