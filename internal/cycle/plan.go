@@ -133,10 +133,20 @@ type Plan struct {
 	Stats  CycleStats
 	// PoolProblems names pools of the snapshot left out as invalid.
 	PoolProblems []string
+	// Warnings are what the cycle went past without refusing a job (a
+	// preferred topology level the cluster lacks: ignored), for drivers to
+	// show; in Snapshot.Pending order.
+	Warnings []Warning
 	// Retry, when set, is a time at which a cycle may decide differently
 	// without any new event (a preemption deferred to its victims' next
 	// checkpoint). Drivers that run cycles only on events run one then.
 	Retry time.Time
+}
+
+// Warning is one problem of a job the cycle went past.
+type Warning struct {
+	Job     workload.JobID
+	Message string
 }
 
 // Remediation is one job's remediation after a failure under it.

@@ -20,6 +20,7 @@ type (
 	Reservation = cycle.Reservation
 	Repartition = cycle.Repartition
 	Remediation = cycle.Remediation
+	Warning     = cycle.Warning
 	QueueStatus = cycle.QueueStatus
 	CycleStats  = cycle.CycleStats
 	// EvictionCause says why pods are taken away from a running job.

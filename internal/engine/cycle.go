@@ -12,6 +12,7 @@ import (
 // and each step's policy lives in the package named for it.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	c := e.begin(s)    // 1. the running view, the scorer and the placer
+	c.warn()           //    preferences the cluster cannot honour, ignored (warnings.go)
 	c.health()         // 2. health: suspects, spares, remediation, replacement ranks first
 	c.backfillPre()    // 3. backfill: max runtime enforced, pools resolved
 	c.queues()         // 4. queues: leaves, usage, fair shares, refused jobs, the order

@@ -270,11 +270,9 @@ func gangOf(s *cluster.State, j *workload.Job, pods []placement.PodReq) (placeme
 		}
 	}
 	if j.Topology.Preferred != "" {
+		// A level the cluster lacks leaves -1: a preference, not a
+		// constraint, so the job is placed without it (Plan.Warnings).
 		g.Preferred = s.LevelIndex(j.Topology.Preferred)
-		if g.Preferred < 0 {
-			return g, never(j.Topology.Preferred, fmt.Sprintf("unknown topology level %q (levels: %s)",
-				j.Topology.Preferred, strings.Join(s.Levels(), ", "))), false
-		}
 	}
 	return g, Reason{}, true
 }

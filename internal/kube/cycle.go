@@ -63,6 +63,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	held := s.holdPreemptors(w, start)
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+	for _, wn := range plan.Warnings {
+		s.log.Debug("plan", "job", wn.Job, "warning", wn.Message)
+	}
 	if err := s.fenced(); err != nil {
 		return res, err
 	}

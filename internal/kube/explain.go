@@ -93,6 +93,11 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		return e, nil
 	}
 	plan := s.engine.Cycle(w.snap)
+	for _, wn := range plan.Warnings {
+		if wn.Job == kj.job.ID {
+			e.Warnings = append(e.Warnings, wn.Message)
+		}
+	}
 	for _, b := range plan.Binds {
 		if b.Job != kj.job.ID {
 			continue
