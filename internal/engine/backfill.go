@@ -39,16 +39,20 @@ type BackfillConfig struct {
 	// StarveAfter is the wait after which a job's reservation is made
 	// before anything is placed, so that jobs ahead of it in the order
 	// (higher priority, other queues) must also leave its room alone unless
-	// they end first. It bounds the wait of any job that can fit: the
-	// starvation age plus the longest estimated runtime in its way. Zero
-	// means DefaultStarveAfter; negative turns it off.
+	// they end first. When the reservation is worth holding
+	// (backfill.WorthHolding: it idles no more GPU time than the job will
+	// use) it bounds the job's wait by the starvation age plus the
+	// estimated runtimes in its way; otherwise the job starts when its room
+	// is free, as under greedy backfill. Zero means DefaultStarveAfter;
+	// negative turns it off.
 	StarveAfter time.Duration
 	// ReserveConfidence is the least confidence (backfill.Slot.Conf) a
 	// blocked head job's reservation needs to be made before the job
 	// starves: below it the expected start is a guess, and holding nodes
 	// for a guess idles them while greedy backfill would use them. Zero
 	// means DefaultReserveConfidence; negative always reserves. Starved
-	// jobs are reserved whatever the confidence: that bounds every wait.
+	// jobs are reserved whatever the confidence, when the hold is worth its
+	// idle GPU time (backfill.WorthHolding).
 	ReserveConfidence float64
 }
 
@@ -315,6 +319,11 @@ func (b *backfiller) reserve(j *workload.Job, g placement.Gang, r Reason, plan *
 		// cycle would cost a replay each.
 		r.Message += fmt.Sprintf("; no reservation yet: its start (~%s%s) rests on estimates too weak to hold nodes for; others may use them until it has waited %s",
 			backfill.Humanize(slot.Start.Sub(b.s.Now)), backfill.Sureness(slot), backfill.Humanize(b.cfg.StarveAfter))
+		return r
+	}
+	if !backfill.WorthHolding(b.s.Runtimes, j, slot, b.s.Now) {
+		r.Message += fmt.Sprintf("; no reservation: holding nodes until its start (~%s%s) would idle %.0f GPU-hours, more than the %.0f it is expected to use; it starts when its room is free",
+			backfill.Humanize(slot.Start.Sub(b.s.Now)), backfill.Sureness(slot), slot.Idle/3600, backfill.Protected(b.s.Runtimes, j)/3600)
 		return r
 	}
 	rv := b.add(j, slot, plan)

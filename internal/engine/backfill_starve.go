@@ -19,7 +19,9 @@ import (
 // on their own, and because big gangs reserved one after the other share
 // one drain of the cluster instead of paying one each. Starved jobs that fit
 // now are reserved too (their room is theirs this cycle) and do not count:
-// the walk stops at the first starved job that has to wait.
+// the walk stops at the first starved job that has to wait. A starved job
+// whose hold would idle more GPU time than it will use is not reserved
+// (backfill.WorthHolding) unless evicting stragglers moved its start.
 // maxStarvedTries bounds the earliest-start searches reserveStarved runs in
 // one cycle.
 const maxStarvedTries = 16
@@ -74,11 +76,18 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 			noSlot[key] = true
 			continue
 		}
-		if slot.Start.After(b.s.Now) && b.evictStragglers(pj.Job, g, slot, blocked, plan) {
+		evicted := slot.Start.After(b.s.Now) && b.evictStragglers(pj.Job, g, slot, blocked, plan)
+		if evicted {
 			// The jobs that kept it waiting are gone: its start is earlier.
 			if earlier, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked); ok {
 				slot = earlier
 			}
+		}
+		if !evicted && !backfill.WorthHolding(b.s.Runtimes, pj.Job, slot, b.s.Now) {
+			// Its nodes would idle longer than it will run: it is placed as
+			// greedy backfill would, when its room is free. (Evicting
+			// stragglers weighed its own cost against the earlier start.)
+			continue
 		}
 		b.add(pj.Job, slot, plan)
 		plan.Stats.StarvedReservations++
