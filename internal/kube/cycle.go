@@ -1,0 +1,340 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/workload"
+)
+
+// Cycle runs one scheduling cycle: snapshot, engine, bindings, reasons.
+func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
+	var res CycleResult
+	// Fencing (fence.go): a cycle whose writes could outlive the Lease
+	// writes nothing. Checked before each batch of writes, and every
+	// write's context ends when the fence closes.
+	if err := s.fenced(); err != nil {
+		return res, err
+	}
+	ctx, cancel := s.opts.Fence.Bound(ctx)
+	defer cancel()
+	start := s.opts.Clock()
+	// Bindings whose fate a failed write left unknown are read back from
+	// the API server before the snapshot counts them (bindresult.go).
+	s.binder.settleDoubts(ctx)
+	w, err := s.cache.buildWorld(start)
+	if err != nil {
+		return res, err
+	}
+	s.complete(w, start)
+	for _, msg := range w.warnings {
+		s.log.Debug("snapshot", "warning", msg)
+	}
+	if err := s.fenced(); err != nil {
+		return res, err
+	}
+	if err := s.reporter.topologyStatus(ctx, s.cache, w); err != nil {
+		s.log.Warn("Topology status", "err", err)
+	}
+	for _, rb := range w.resume {
+		if err := s.binder.bindPod(ctx, w, rb.pod, engine.PodBind{Node: rb.node}); err != nil {
+			res.BindErrors = append(res.BindErrors, fmt.Errorf("resuming %s/%s: %w", rb.pod.Namespace, rb.pod.Name, err))
+			continue
+		}
+		res.PodsBound++
+		s.reporter.scheduled(rb.pod, rb.node, " (its claims were already allocated)")
+	}
+	for _, sb := range w.slotBinds { // holds.go
+		if err := s.binder.bindPod(ctx, w, sb.pod, engine.PodBind{Node: sb.node, Devices: sb.gpus}); err != nil {
+			res.BindErrors = append(res.BindErrors, fmt.Errorf("binding %s/%s into its held room: %w", sb.pod.Namespace, sb.pod.Name, err))
+			continue
+		}
+		res.PodsBound++
+		s.reporter.scheduled(sb.pod, sb.node, " (into the room its gang held for it)")
+	}
+	held := s.holdPreemptors(w, start)
+	plan := s.engine.Cycle(w.snap)
+	res.Plan = plan
+	if err := s.fenced(); err != nil {
+		return res, err
+	}
+
+	s.remediate(ctx, w, plan) // remediate.go: failure evictions, events, repair reports
+
+	// Evictions go first: the binds of the same plan may use what they
+	// free. A bind onto a node that still holds a victim waits for the
+	// victim to terminate (the kubelet counts it until then), and one onto
+	// a node whose eviction failed (a PodDisruptionBudget) never had room.
+	evictedOn := map[string]bool{}
+	for _, ev := range plan.Evictions {
+		if ev.Cause == engine.CauseFailure {
+			continue // carried out by remediate
+		}
+		pods, nodes, err := s.binder.evict(ctx, w, ev, s.reporter)
+		if err != nil {
+			res.EvictErrors = append(res.EvictErrors, err)
+		}
+		res.PodsEvicted += len(pods)
+		s.metrics.queue.evictions.WithLabelValues(string(ev.Cause)).Add(float64(len(pods)))
+		if len(pods) > 0 {
+			s.metrics.queue.lostGPUSeconds.WithLabelValues(string(ev.Cause)).Add(ev.LostGPUSeconds)
+		}
+		for _, n := range nodes {
+			evictedOn[n] = true
+		}
+		if ev.By != "" && len(pods) > 0 {
+			s.preempting.record(ev.By, pods, start)
+		}
+	}
+	binds := plan.Binds
+	if len(evictedOn) > 0 {
+		binds = nil
+		for _, gb := range plan.Binds {
+			if onAny(gb, evictedOn) {
+				held[gb.Job] = s.preempting.victims(gb.Job)
+				continue
+			}
+			binds = append(binds, gb)
+		}
+	}
+	// MIG re-partitions go to the nodes' MIG managers (mig.go); the jobs
+	// waiting for them are reported pending below.
+	if len(plan.Repartitions) > 0 {
+		if err := s.binder.repartition(ctx, plan.Repartitions); err != nil {
+			s.log.Warn("MIG re-partition", "err", err)
+		}
+		for _, rp := range plan.Repartitions {
+			s.log.Info("planned MIG re-partition", "node", rp.Node, "gpu", rp.Device,
+				"layout", formatLayout(rp.Layout), "reason", rp.Reason)
+		}
+	}
+	// Members not created yet keep their room on the first pod's binding.
+	binds = w.holdLater(binds, start)
+	// Gangs bind concurrently, each in pod order on its own worker: the
+	// API round trips, not the engine, bound a cycle's throughput.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, s.opts.BindWorkers)
+	for _, gb := range binds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(gb engine.GangBind) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			n, err := s.binder.bindGang(ctx, w, gb)
+			kj := w.byID[gb.Job]
+			for _, pb := range gb.Pods[:n] {
+				detail := ""
+				if len(pb.Devices) > 0 {
+					detail = fmt.Sprintf(" (GPUs %v, %s %s)", pb.Devices, gb.Level, gb.Domain)
+				}
+				if kj.capped != "" {
+					detail += "; " + kj.capped
+				}
+				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
+				if ann := w.bindAnnotations[string(kj.pods[pb.Pod].UID)]; ann != nil {
+					s.reporter.event(kj.pods[pb.Pod], corev1.EventTypeNormal, "RoomHeld", "Hold", "%s", heldMessage(ann))
+				}
+			}
+			s.metrics.podsBound.Add(float64(n))
+			mu.Lock()
+			defer mu.Unlock()
+			res.PodsBound += n
+			if err != nil {
+				res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
+				s.metrics.bindErrors.Inc()
+				if kj != nil && (n > 0 || len(kj.bound) > 0) {
+					s.recordCutOff(gb, start, err) // cutoff.go
+				}
+			}
+		}(gb)
+	}
+	wg.Wait()
+	res.PodsEvicted += s.finishCutOffs(ctx, w, plan, start)
+	for job, victims := range held {
+		kj := w.byID[job]
+		if kj == nil {
+			continue
+		}
+		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, waitingForVictims(victims)); err != nil {
+			s.log.Warn("reporting", "err", err)
+		}
+	}
+	for _, p := range plan.Pending {
+		kj := w.byID[p.Job]
+		if kj == nil {
+			continue
+		}
+		reason, msg := pendingCondition(p.Reason)
+		if p.Reason.Verdict == placement.NeverFits {
+			// Part of this gang is bound (a binding failed part-way, or the
+			// cluster shrank) and the rest can never join it: the bound pods
+			// hold GPUs for nothing, so the gang is rolled back whole.
+			if len(kj.bound) > 0 && len(kj.bound) < kj.job.GangMin() {
+				n, err := s.binder.evictGang(ctx, kj)
+				if err != nil {
+					s.log.Warn("rolling back a gang", "job", kj.key, "err", err)
+				}
+				if n > 0 {
+					s.log.Info("rolled back a gang that can no longer reach its minimum", "job", kj.key, "evicted", n)
+					for _, ref := range kj.refs {
+						if _, ok := kj.bound[ref]; ok {
+							s.reporter.event(kj.pods[ref], corev1.EventTypeWarning, "GangRolledBack", "Evict",
+								"evicted: the rest of the gang can never fit (%s)", p.Reason.Message)
+						}
+					}
+				}
+			}
+		}
+		if err := s.reporter.pending(ctx, kj, reason, msg); err != nil {
+			s.log.Warn("reporting", "err", err)
+		}
+	}
+	// Upstream PodGroups learn their state too.
+	pendingReason := map[workload.JobID]string{}
+	for _, p := range plan.Pending {
+		pendingReason[p.Job] = p.Reason.Message
+	}
+	boundNow := map[workload.JobID]int{}
+	for _, gb := range binds {
+		boundNow[gb.Job] = len(gb.Pods)
+	}
+	for _, kj := range w.jobs {
+		if kj.group == "" {
+			continue
+		}
+		ns := kj.job.Namespace
+		scheduled := len(kj.bound)+boundNow[kj.job.ID] >= kj.job.GangMin() && kj.invalid == "" && kj.waiting == ""
+		msg, reason := pendingReason[kj.job.ID], ReasonUnschedulable
+		switch {
+		case kj.invalid != "":
+			msg, reason = kj.invalid, ReasonInvalid
+		case kj.refused != nil && !scheduled:
+			msg, reason = kj.refused.message, kj.refused.reason
+		case kj.waiting != "":
+			msg, reason = kj.waiting, ReasonGangIncomplete
+		}
+		if !scheduled && msg == "" {
+			continue
+		}
+		if err := s.reporter.podGroupStatus(ctx, s.cache, ns, kj.group, scheduled, reason, msg); err != nil {
+			s.log.Warn("PodGroup status", "podgroup", ns+"/"+kj.group, "err", err)
+		}
+	}
+
+	pendingPods := 0
+	waiting := map[types.UID]bool{}
+	for _, kj := range w.jobs {
+		if !kj.pending() {
+			continue
+		}
+		for _, ref := range kj.refs {
+			if _, ok := kj.bound[ref]; !ok {
+				waiting[kj.pods[ref].UID] = true
+			}
+		}
+		pendingPods += len(kj.refs) - len(kj.bound)
+		switch {
+		case kj.invalid != "":
+			res.InvalidJobs++
+			if err := s.reporter.pending(ctx, kj, ReasonInvalid, kj.invalid); err != nil {
+				s.log.Warn("reporting", "err", err)
+			}
+		case kj.waiting != "":
+			res.WaitingForPods++
+			if err := s.reporter.pending(ctx, kj, ReasonGangIncomplete, kj.waiting); err != nil {
+				s.log.Warn("reporting", "err", err)
+			}
+		case kj.refused != nil:
+			// Never bound: the job is not in the snapshot.
+			res.RefusedJobs++
+			if err := s.reporter.pending(ctx, kj, kj.refused.reason, kj.refused.message); err != nil {
+				s.log.Warn("reporting", "err", err)
+			}
+		}
+	}
+	s.reporter.forget(waiting)
+
+	statuses := queueStatuses(w.queues, plan.Queues, s.opts.GPUResource)
+	s.metrics.queue.set(statuses)
+	if err := s.reporter.queueStatus(ctx, s.cache, statuses); err != nil {
+		s.log.Warn("Queue status", "err", err)
+	}
+	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods + res.RefusedJobs + len(held)
+	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
+	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
+	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
+	s.metrics.ops.observe(w, plan, held) // opsmetrics.go
+	return res, nil
+}
+
+// holdPreemptors takes out of the snapshot the jobs still waiting for pods
+// evicted for them to terminate, and returns them with those pods' names.
+func (s *Scheduler) holdPreemptors(w *world, now time.Time) map[workload.JobID][]string {
+	if len(s.preempting.waits) == 0 {
+		return map[workload.JobID][]string{} // the common case costs no pod listing
+	}
+	live := map[types.UID]bool{}
+	for _, o := range s.cache.pods.GetStore().List() {
+		if p := o.(*corev1.Pod); !terminal(p) {
+			live[p.UID] = true
+		}
+	}
+	held := s.preempting.waiting(live, now)
+	if len(held) == 0 {
+		return map[workload.JobID][]string{}
+	}
+	kept := w.snap.Pending[:0:0]
+	for _, pj := range w.snap.Pending {
+		if _, ok := held[pj.Job.ID]; !ok {
+			kept = append(kept, pj)
+		}
+	}
+	w.snap.Pending = kept
+	return held
+}
+
+func waitingForVictims(victims []string) string {
+	const show = 5
+	if len(victims) > show {
+		return fmt.Sprintf("waiting for %d preempted pods to terminate (%s and %d more)", len(victims),
+			strings.Join(victims[:show], ", "), len(victims)-show)
+	}
+	return fmt.Sprintf("waiting for %d preempted pods to terminate (%s)", len(victims), strings.Join(victims, ", "))
+}
+
+// onAny reports whether a gang puts a pod on one of the nodes.
+func onAny(gb engine.GangBind, nodes map[string]bool) bool {
+	for _, pb := range gb.Pods {
+		if nodes[pb.Node] {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingCondition turns the engine's reason for a waiting job into the
+// PodScheduled=False reason and message. A job its queue refuses, or one
+// held by its queue's limit, is not Unschedulable: more nodes would not
+// help it, and autoscalers read that reason. A verdict this adapter does
+// not know is still shown, as Unschedulable with the engine's message.
+func pendingCondition(r engine.Reason) (reason, message string) {
+	switch r.Verdict {
+	case placement.NeverFits:
+		return ReasonUnschedulable, "never fits: " + r.Message
+	case placement.WaitQuota:
+		return ReasonQueueLimit, r.Message
+	case placement.Refused:
+		return ReasonQueueRefused, r.Message
+	default:
+		return ReasonUnschedulable, r.Message
+	}
+}

@@ -1,0 +1,208 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/corral-dev/corral/api/v1alpha1"
+)
+
+// fakeCluster is a Scheduler on the client-go fake clientset, its
+// informers running on it. Bindings set the pod's node in the fake's
+// tracker and evictions delete the pod, as the API server would; both are
+// recorded in call order.
+type fakeCluster struct {
+	client *fake.Clientset
+	s      *Scheduler
+	mu     sync.Mutex
+	binds  []string // "pod->node"
+	evicts []string // pod names
+}
+
+func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
+	t.Helper()
+	fc := &fakeCluster{client: fake.NewClientset(objs...)}
+	calls := 0
+	bindingAPI(fc.client, nil, &calls)
+	fc.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch a.GetSubresource() {
+		case "binding":
+			fc.mu.Lock()
+			b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+			fc.binds = append(fc.binds, b.Name+"->"+b.Target.Name)
+			fc.mu.Unlock()
+		case "eviction":
+			name := a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()
+			fc.mu.Lock()
+			fc.evicts = append(fc.evicts, name)
+			fc.mu.Unlock()
+			return true, nil, fc.client.Tracker().Delete(podsGVR, a.GetNamespace(), name)
+		}
+		return false, nil, nil // the binding reactor, or the tracker
+	})
+	// The Topology CRD is served, with one level: rack (corral.dev/rack).
+	fc.client.Resources = []*metav1.APIResourceList{{GroupVersion: "corral.dev/v1alpha1",
+		APIResources: []metav1.APIResource{{Name: v1alpha1.TopologyPlural, Kind: "Topology"}}}}
+	topo := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "corral.dev/v1alpha1", "kind": "Topology",
+		"metadata": map[string]any{"name": "default"},
+		"spec":     map[string]any{"levels": []any{map[string]any{"name": "rack", "nodeLabel": "corral.dev/rack"}}}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{topologyGVR: "TopologyList"})
+	if err := dyn.Tracker().Create(topologyGVR, topo, ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(fc.client, dyn, Options{
+		Logger: slog.New(slog.DiscardHandler), Clock: func() time.Time { return time.Unix(10_000, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.s = s
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.cache.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return fc
+}
+
+// cycle runs one cycle and waits until the informers show its writes.
+func (fc *fakeCluster) cycle(t *testing.T) CycleResult {
+	t.Helper()
+	res, err := fc.s.Cycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !fc.informersCaughtUp() {
+		if time.Now().After(deadline) {
+			t.Fatal("the informers did not show the cycle's writes")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return res
+}
+
+func (fc *fakeCluster) informersCaughtUp() bool {
+	objs, err := fc.client.Tracker().List(podsGVR, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "ns")
+	if err != nil {
+		return false
+	}
+	want := map[string]string{}
+	for _, p := range objs.(*corev1.PodList).Items {
+		want[p.Name] = p.Spec.NodeName
+	}
+	cached := fc.s.cache.pods.GetStore().List()
+	if len(cached) != len(want) {
+		return false
+	}
+	for _, o := range cached {
+		p := o.(*corev1.Pod)
+		if node, ok := want[p.Name]; !ok || node != p.Spec.NodeName {
+			return false
+		}
+	}
+	return true
+}
+
+// podOf reads a pod back from the fake API server.
+func (fc *fakeCluster) podOf(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	p, err := fc.client.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (b *podB) priority(v int32) *podB { b.p.Spec.Priority = &v; return b }
+
+func gangMember(name, gang string, gpus int64) *podB {
+	return pod(name).gpus(gpus).ann(v1alpha1.AnnotationGang, gang)
+}
+
+func TestCycleOnFakeClientset(t *testing.T) {
+	type want struct {
+		binds     []string          // "pod->node", sorted
+		evicts    []string          // sorted
+		condition map[string]string // pod -> part of its PodScheduled=False message
+		reason    string            // the condition's reason, where condition is set
+	}
+	cases := map[string]struct {
+		objs []runtime.Object
+		want want
+	}{
+		"a gang is bound whole": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8), rackNode("b-0", "b", 8),
+				gangMember("g-0", "g", 8).obj(), gangMember("g-1", "g", 8).obj()},
+			want: want{binds: []string{"g-0->a-0", "g-1->b-0"}},
+		},
+		"a gang that requires one rack is bound whole inside it": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8), rackNode("b-0", "b", 8), rackNode("b-1", "b", 8),
+				gangMember("g-0", "g", 8).ann(v1alpha1.AnnotationRequiredTopology, "rack").obj(),
+				gangMember("g-1", "g", 8).ann(v1alpha1.AnnotationRequiredTopology, "rack").obj()},
+			want: want{binds: []string{"g-0->b-0", "g-1->b-1"}},
+		},
+		"a gang that requires one rack binds nothing where no rack holds it": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8), rackNode("b-0", "b", 8),
+				gangMember("g-0", "g", 8).ann(v1alpha1.AnnotationRequiredTopology, "rack").obj(),
+				gangMember("g-1", "g", 8).ann(v1alpha1.AnnotationRequiredTopology, "rack").obj()},
+			want: want{condition: map[string]string{"g-0": "never fits", "g-1": "never fits"}, reason: ReasonUnschedulable},
+		},
+		"a gang that cannot fit binds nothing and says why on every pod": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8), rackNode("a-1", "a", 8),
+				gangMember("g-0", "g", 8).obj(), gangMember("g-1", "g", 8).obj(), gangMember("g-2", "g", 8).obj()},
+			want: want{condition: map[string]string{"g-0": "never fits", "g-1": "never fits", "g-2": "never fits"},
+				reason: ReasonUnschedulable},
+		},
+		"a gang waits whole for room held by running work": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8), rackNode("a-1", "a", 8),
+				pod("busy").gpus(8).ann(v1alpha1.AnnotationPreemptible, "false").
+					ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3,gpu4,gpu5,gpu6,gpu7").boundTo("a-1").obj(),
+				gangMember("g-0", "g", 8).obj(), gangMember("g-1", "g", 8).obj()},
+			want: want{condition: map[string]string{"g-0": "no room for 2×[8 GPU", "g-1": "no room for 2×[8 GPU"},
+				reason: ReasonUnschedulable},
+		},
+		"a higher priority gang evicts its victim through the Eviction API": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8),
+				pod("low").gpus(8).priority(1).ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3,gpu4,gpu5,gpu6,gpu7").
+					boundTo("a-0").obj(),
+				gangMember("hi-0", "hi", 8).priority(100).obj()},
+			want: want{evicts: []string{"low"}, condition: map[string]string{"hi-0": "waiting for 1 preempted pods to terminate"},
+				reason: ReasonUnschedulable},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fc := newFakeCluster(t, tc.objs...)
+			fc.cycle(t)
+			sort.Strings(fc.binds)
+			sort.Strings(fc.evicts)
+			if strings.Join(fc.binds, " ") != strings.Join(tc.want.binds, " ") {
+				t.Errorf("bindings %v, want %v", fc.binds, tc.want.binds)
+			}
+			if strings.Join(fc.evicts, " ") != strings.Join(tc.want.evicts, " ") {
+				t.Errorf("evictions %v, want %v", fc.evicts, tc.want.evicts)
+			}
+			for podName, part := range tc.want.condition {
+				reason, msg := scheduledCondition(fc.podOf(t, podName))
+				if reason != tc.want.reason || !strings.Contains(msg, part) {
+					t.Errorf("pod %s: PodScheduled=False %s %q, want %s with %q", podName, reason, msg, tc.want.reason, part)
+				}
+			}
+		})
+	}
+}
