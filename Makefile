@@ -44,7 +44,7 @@ integration: tools ## Integration tests against kube-apiserver + etcd + controll
 	$(GO) test -count=1 -timeout 30m ./test/integration/...
 
 fuzz: ## Short fuzzing runs of the trace and cluster readers
-	@for f in FuzzReadOpenbCSV FuzzReadJobTraceCSV FuzzReadJobTraceYAML FuzzReadClusterYAML; do \
+	@for f in FuzzReadOpenbCSV FuzzReadJobTraceCSV FuzzReadJobTraceYAML FuzzReadClusterYAML FuzzReadPhilly; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/trace/ || exit 1; done
 	$(GO) test -run '^$$' -fuzz '^FuzzPodAnnotations$$' -fuzztime $(FUZZTIME) ./internal/kube/
 

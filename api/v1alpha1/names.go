@@ -65,7 +65,8 @@ const (
 	// AnnotationAssignedNICs lists the NICs on the chosen GPUs' PCIe switches.
 	AnnotationAssignedNICs = "corral.dev/assigned-nics"
 	// AnnotationGPUTopology on a Node describes its GPUs' intra-node
-	// coordinates as JSON (written by `corral agent` or by an admin); without
+	// coordinates as JSON (written by an admin or a discovery tool: corral
+	// has no node agent); without
 	// it corral assumes the DGX layout for 8-GPU nodes and one PCIe switch per
 	// GPU otherwise.
 	AnnotationGPUTopology = "corral.dev/gpu-topology"

@@ -1,6 +1,8 @@
-// Command corral is the scheduler's one binary: the simulator (sim, compare),
-// the Kubernetes scheduler (scheduler), explain, bench, a local development
-// cluster (dev) and version. There is no node agent.
+// Command corral is the scheduler's one binary: the simulator (sim,
+// compare), the Kubernetes scheduler (scheduler), explain, bench, a local
+// development cluster (dev), the read-only views of a cluster (jobs, queues,
+// nodes; also run as the kubectl plugin kubectl-corral) and version. There
+// is no node agent.
 package main
 
 import (

@@ -64,7 +64,8 @@ in time, for corral and the three systems a user would pick instead: kube
 per job) and kueue-tas (Kueue with topology-aware scheduling).
 
 Clusters: ` + strings.Join(trace.Presets(), ", ") + `, "dgx-h100:blocks=B,racks=R,nodes=N", or a cluster YAML file.
-Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, or a trace file (.csv, .yaml).
+Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, a trace file (.csv, .yaml,
+          Slurm sacct --parsable2 output), or philly:PATH (a Philly cluster_job_log).
 Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, team-b, team-c, each guaranteed a quarter
           of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
 Policies: corral; the baselines kube, kube-gang, kueue-tas (docs/simulator.md

@@ -141,6 +141,7 @@ func TestExamplesSimulate(t *testing.T) {
 		"kwok nodes, flat":       {cluster: "../../examples/sample-cluster.yaml", trace: "../../examples/sim/jobs.yaml"},
 		"cluster file + queues":  {cluster: "../../examples/sim/cluster.yaml", trace: "../../examples/sim/jobs.csv", queues: "../../examples/sim/queues.yaml"},
 		"cluster file + sacct":   {cluster: "../../examples/sim/cluster.yaml", trace: "../../examples/sim/jobs.sacct"},
+		"cluster file + philly":  {cluster: "../../examples/sim/cluster.yaml", trace: "philly:../../examples/sim/jobs.philly.json"},
 		"sample nodes + gen:llm": {cluster: "../../examples/sample-cluster.yaml", topology: "../../examples/topology.yaml", trace: "gen:llm?jobs=30"},
 	}
 	for name, tc := range cases {
@@ -160,7 +161,7 @@ func TestExamplesSimulate(t *testing.T) {
 	for _, f := range files {
 		used := false
 		for _, tc := range cases {
-			used = used || tc.cluster == f || tc.trace == f || tc.queues == f
+			used = used || tc.cluster == f || strings.TrimPrefix(tc.trace, "philly:") == f || tc.queues == f
 		}
 		if !used {
 			t.Errorf("%s is not run by this test", f)

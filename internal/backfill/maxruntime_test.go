@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -16,7 +17,7 @@ func TestPastMaxRuntime(t *testing.T) {
 	running := func(id string, maxRun, ran time.Duration, pods int) cycle.RunningJob {
 		rj := cycle.RunningJob{Job: build.Job(id).MaxRuntime(maxRun).Obj(), Start: t0.Add(-ran)}
 		for i := range pods {
-			rj.Pods = append(rj.Pods, cycle.PodBind{Pod: workload.PodRef{Job: rj.Job.ID, Index: i}})
+			rj.Pods = append(rj.Pods, cycle.PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: rj.Job.ID, Index: i}}})
 		}
 		return rj
 	}

@@ -53,27 +53,3 @@ func TestResolvePools(t *testing.T) {
 		})
 	}
 }
-
-// TestHoldsKeepCapacityOutAndGiveItBack: holding takes a node's free
-// capacity out of the view without changing what the cluster could hold
-// empty; releasing restores it exactly.
-func TestHoldsKeepCapacityOutAndGiveItBack(t *testing.T) {
-	s := build.State(build.Topo("rack"), build.Racks(1, 2))
-	free, capacity := s.FreeMilli(), s.CapacityMilli()
-	h := NewHolds(s)
-	h.Sync(map[int]bool{0: true})
-	if got := s.FreeMilli(); got != free-8000 {
-		t.Errorf("free with node 0 held: %d, want %d", got, free-8000)
-	}
-	if s.CapacityMilli() != capacity {
-		t.Errorf("capacity changed under a hold")
-	}
-	h.Sync(map[int]bool{1: true})
-	if got := s.FreeMilli(); got != free-8000 || h.Held(0) || !h.Held(1) {
-		t.Errorf("after moving the hold: free %d, held 0 %v, held 1 %v", got, h.Held(0), h.Held(1))
-	}
-	h.ReleaseAll()
-	if got := s.FreeMilli(); got != free {
-		t.Errorf("free after release: %d, want %d", got, free)
-	}
-}

@@ -109,13 +109,13 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 	future := s.Clone()
 	if blocked != nil {
 		// Blocked nodes offer nothing now either.
-		want := map[int]bool{}
+		want := map[int]cluster.HoldOwner{}
 		for n := 0; n < future.NumNodes(); n++ {
 			if blocked(n) {
-				want[n] = true
+				want[n] = cluster.HoldOwner{Kind: cluster.HoldReservation}
 			}
 		}
-		NewHolds(future).Sync(want)
+		cluster.NewHolds(future).Sync(want)
 	}
 	placer := placement.NewPlacer(future, placement.MostAllocated(), placement.Interconnect)
 	found := func(at time.Time, k int) (Slot, bool) {
@@ -151,7 +151,7 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 		}
 		for _, r := range rel[:k] {
 			for _, p := range holders[r.i].Pods {
-				if seen[p.Node] {
+				if seen[p.NodeIndex] {
 					idleMilliSec += float64(p.Alloc.GPUMilli()) * at.Sub(r.at).Seconds()
 				}
 			}
@@ -167,10 +167,10 @@ func Earliest(s *cluster.State, holders []Holder, g placement.Gang, now time.Tim
 		at := rel[k].at
 		for ; k < len(rel) && rel[k].at.Equal(at); k++ {
 			for _, p := range holders[rel[k].i].Pods {
-				if blocked != nil && blocked(p.Node) {
+				if blocked != nil && blocked(p.NodeIndex) {
 					continue
 				}
-				future.Release(p.Node, p.Alloc)
+				future.Release(p.NodeIndex, p.Alloc)
 			}
 		}
 		if slot, ok := found(at, k); ok {

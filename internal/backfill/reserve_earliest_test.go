@@ -26,7 +26,7 @@ func TestEarliest(t *testing.T) {
 		if err := s.Allocate(node, a); err != nil {
 			t.Fatal(err)
 		}
-		return Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, Node: node, Alloc: a}}}
+		return Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: node, Alloc: a}}}
 	}
 	gang := func(s *cluster.State, pods int, required string) placement.Gang {
 		j := build.Job("g").Pods(pods).GPUs(8).Obj()
@@ -97,7 +97,7 @@ func TestEarliestExtendsOverdueHolders(t *testing.T) {
 	if err := s.Allocate(0, a); err != nil {
 		t.Fatal(err)
 	}
-	holders := []Holder{{Job: j, Start: now.Add(-3 * time.Hour), Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, Node: 0, Alloc: a}}}}
+	holders := []Holder{{Job: j, Start: now.Add(-3 * time.Hour), Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: 0, Alloc: a}}}}
 	g := placement.Gang{Required: -1, Preferred: -1}
 	build.Job("g").GPUs(8).Obj().EachPod(func(ref workload.PodRef, r workload.Request) {
 		pr, _ := placement.Resolve(s, ref, r)
@@ -139,7 +139,7 @@ func TestWorthHolding(t *testing.T) {
 				if err := s.Allocate(0, a); err != nil {
 					t.Fatal(err)
 				}
-				holders = append(holders, Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, Node: 0, Alloc: a}}})
+				holders = append(holders, Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: 0, Alloc: a}}})
 			}
 			jb := build.Job("g").Pods(2).GPUs(8)
 			if tc.runtime > 0 {

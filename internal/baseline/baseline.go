@@ -137,7 +137,7 @@ func bindOf(s *cluster.State, job workload.JobID, as []placement.Assignment) eng
 	}
 	for _, a := range as {
 		node := s.Node(a.Node)
-		pb := engine.PodBind{Pod: a.Pod, Node: node.Name, NodeIndex: a.Node, Alloc: a.Alloc}
+		pb := engine.PodBind{Placed: cluster.Placed{Pod: a.Pod, NodeIndex: a.Node, Alloc: a.Alloc}, Node: node.Name}
 		devs := make([]int, len(a.Alloc.Devices))
 		for i, d := range a.Alloc.Devices {
 			pb.Devices = append(pb.Devices, node.Devices[d.Device].ID)

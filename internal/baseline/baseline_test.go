@@ -28,7 +28,7 @@ func runOn(t *testing.T, s *cluster.State, j *workload.Job, started time.Time, n
 		}
 		i++
 		a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
-		pb := engine.PodBind{Pod: ref, Node: nodes[i-1], NodeIndex: n}
+		pb := engine.PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: n}, Node: nodes[i-1]}
 		for k, f := range s.GPUFree(n) {
 			if len(a.Devices) < r.GPUs && f == 1000 {
 				a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})

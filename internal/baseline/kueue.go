@@ -8,8 +8,10 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -39,8 +41,17 @@ import (
 //     then added back from the last-but-one while it still fits
 //     (minimalPreemptions' fill-back). Whole workloads are evicted.
 //
-// Not modelled: quotas (the one ClusterQueue's nominal quota is the whole
-// cluster, so --queues does not apply to it), cohorts and reclaim, TAS's
+// With --queues, each queue is a ClusterQueue in a tree of Cohorts
+// (kueueQuota says how the tree maps): a job is admitted only when its
+// ClusterQueue's available quota (nominal, plus what it may borrow from its
+// Cohorts) holds what it asks for; jobs within nominal quota go before jobs
+// that would borrow; preemption takes lower-priority jobs of the same
+// ClusterQueue (withinClusterQueue: LowerPriority) and, for a queue that may
+// reclaim, jobs of ClusterQueues that are borrowing (reclaimWithinCohort:
+// Any), until both the quota and the topology fit. Without queues, one
+// ClusterQueue's nominal quota is the whole cluster.
+//
+// Not modelled: lending limits, fair sharing, BorrowWithinCohort, TAS's
 // pod-set slices and leader pod sets, and the scheduler's one admission per
 // ClusterQueue per cycle (here every pending job is tried at each cycle).
 type KueueTAS struct{}
@@ -53,10 +64,20 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 	run := newRunning(s)
 	var plan engine.Plan
 	remediate(s, view, run, &plan)
+	quota := newKueueQuota(s, run)
 	failed := map[string]engine.Reason{}
-	for _, i := range byPriority(s) {
+	for _, i := range quota.orderKueue(s, byPriority(s)) {
 		pj := s.Pending[i]
 		plan.Stats.JobsConsidered++
+		cq, demand := -1, cycle.Amounts(nil)
+		if quota != nil {
+			leaf, err := quota.leaf(pj.Job.Queue, pj.Job.Namespace)
+			if err != nil {
+				plan.Pending = append(plan.Pending, engine.Pending{Job: pj.Job.ID, Reason: inadmissible(err)})
+				continue
+			}
+			cq, demand = quota.index[leaf], quota.quotaOf(queue.DemandOf(view, pj))
+		}
 		t, reason, ok := topologyOf(view, pj.Job)
 		if !ok {
 			plan.Pending = append(plan.Pending, engine.Pending{Job: pj.Job.ID, Reason: reason})
@@ -67,33 +88,53 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 			plan.Pending = append(plan.Pending, engine.Pending{Job: pj.Job.ID, Reason: reason})
 			continue
 		}
-		key := shape(t, pods, pj.Job.Priority)
+		key := fmt.Sprintf("%d/%s", cq, shape(t, pods, pj.Job.Priority))
 		if r, seen := failed[key]; seen {
 			// Capacity only shrinks within a cycle: the same shape fails again.
 			plan.Stats.ShapeCacheHits++
 			plan.Pending = append(plan.Pending, engine.Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
-		placed, why := t.place(view, placer, probe, pods)
+		var placed []placement.Assignment
+		why := ""
+		if quota != nil {
+			why = quota.shortfall(cq, demand)
+		}
+		if why == "" {
+			placed, why = t.place(view, placer, probe, pods)
+		}
 		var victims []*runJob
 		if placed == nil {
-			if vs := preemptTAS(view, probe, run, t, pods, pj.Job.Priority); vs != nil {
+			acct := tasAccount{view: view, quota: quota}
+			fits := func() bool { return t.fits(view, probe, pods) }
+			cands := run.lowerThan(pj.Job.Priority)
+			if quota != nil {
+				fits = func() bool { return quota.shortfall(cq, demand) == "" && t.fits(view, probe, pods) }
+				cands = quota.candidates(run, cq, pj.Job.Priority)
+			}
+			if vs := preemptTAS(acct, cands, fits); vs != nil {
 				if placed, _ = t.place(view, placer, probe, pods); placed != nil {
 					victims = vs
 				} else {
 					for _, v := range vs {
-						hold(view, v)
+						acct.hold(v)
 					}
 				}
 			}
 		}
 		if placed == nil {
 			r := waitFree(t.levelName(view), why, len(pods))
+			if quota != nil && strings.HasPrefix(why, "ClusterQueue ") {
+				r = quotaReason(why, len(pods))
+			}
 			failed[key] = r
 			plan.Pending = append(plan.Pending, engine.Pending{Job: pj.Job.ID, Reason: r})
 			continue
 		}
 		placer.Commit()
+		if quota != nil {
+			quota.admitted(string(pj.Job.ID), cq, queue.ChargeOfAssignments(view, placed))
+		}
 		for _, v := range victims {
 			v.gone = true
 			plan.Evictions = append(plan.Evictions, evictWhole(v, pj.Job.ID, "preempted by a higher-priority workload"))
@@ -348,13 +389,34 @@ func nodeFits(view *cluster.State, probe *placement.Placer, r *placement.PodReq,
 	return out
 }
 
+// tasAccount moves a victim's capacity, and its quota when there are
+// queues, out of the cycle's view and back.
+type tasAccount struct {
+	view  *cluster.State
+	quota *kueueQuota
+}
+
+func (a tasAccount) release(j *runJob) {
+	if a.quota != nil {
+		a.quota.release(a.view, j)
+		return
+	}
+	release(a.view, j)
+}
+
+func (a tasAccount) hold(j *runJob) {
+	if a.quota != nil {
+		a.quota.hold(a.view, j)
+		return
+	}
+	hold(a.view, j)
+}
+
 // preemptTAS is Kueue's minimalPreemptions: take candidates (lowest
 // priority, then most recently started) until the job fits, then give back
 // all but the last while it still fits. It returns the victims with their
-// capacity released in the view, or nil (the view unchanged).
-func preemptTAS(view *cluster.State, probe *placement.Placer, run *running, t tasRequest, pods []placement.PodReq,
-	prio int32) []*runJob {
-	cands := run.lowerThan(prio)
+// capacity (and quota) released, or nil (nothing changed).
+func preemptTAS(acct tasAccount, cands []*runJob, fits func() bool) []*runJob {
 	if len(cands) == 0 {
 		return nil
 	}
@@ -370,25 +432,25 @@ func preemptTAS(view *cluster.State, probe *placement.Placer, run *running, t ta
 	})
 	var targets []*runJob
 	for i, c := range cands {
-		release(view, c)
-		if t.fits(view, probe, pods) {
+		acct.release(c)
+		if fits() {
 			targets = cands[:i+1]
 			break
 		}
 	}
 	if targets == nil {
 		for _, c := range cands {
-			hold(view, c)
+			acct.hold(c)
 		}
 		return nil
 	}
 	kept := []*runJob{targets[len(targets)-1]}
 	for i := len(targets) - 2; i >= 0; i-- {
-		hold(view, targets[i])
-		if t.fits(view, probe, pods) {
+		acct.hold(targets[i])
+		if fits() {
 			continue // reprieved
 		}
-		release(view, targets[i])
+		acct.release(targets[i])
 		kept = append(kept, targets[i])
 	}
 	return kept

@@ -15,9 +15,11 @@ import (
 type runJob struct {
 	id       workload.JobID
 	priority int32
-	start    time.Time
-	pods     []engine.PodBind
-	gone     bool // evicted earlier in this cycle
+	// queue and namespace place the job in a ClusterQueue (kueue-tas).
+	queue, namespace string
+	start            time.Time
+	pods             []engine.PodBind
+	gone             bool // evicted earlier in this cycle
 	// evicted marks single pods taken by pod-level preemption this cycle.
 	evicted map[int]bool
 }
@@ -38,7 +40,8 @@ type podOf struct {
 func newRunning(s *engine.Snapshot) *running {
 	r := &running{onNode: map[int][]podOf{}}
 	for _, rj := range s.Running {
-		j := &runJob{id: rj.Job.ID, priority: rj.Job.Priority, start: rj.Start, pods: rj.Pods}
+		j := &runJob{id: rj.Job.ID, priority: rj.Job.Priority, start: rj.Start, pods: rj.Pods,
+			queue: rj.Job.Queue, namespace: rj.Job.Namespace}
 		r.jobs = append(r.jobs, j)
 	}
 	sort.Slice(r.jobs, func(a, b int) bool { return r.jobs[a].id < r.jobs[b].id })

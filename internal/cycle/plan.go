@@ -35,6 +35,10 @@ type Reason struct {
 	Best     string
 	BestFits int
 	Pods     int
+	// Refusal, for a Refused verdict, names the queue's refusal
+	// (UnknownQueue, InvalidQueue, NotLeaf, NamespaceDenied, NoDefault) for
+	// drivers that show it as a condition reason.
+	Refusal string
 }
 
 // EvictionCause says why pods are taken away from a running job.
@@ -53,6 +57,10 @@ const (
 	CauseFailure EvictionCause = "DeviceFailed"
 	// CauseMaxRuntime: the job ran past its declared maximum runtime.
 	CauseMaxRuntime EvictionCause = "MaxRuntimeExceeded"
+	// CauseRollback: a gang running below its minimum (a binding cut off
+	// part-way, or the rest can never fit) is rolled back to start again
+	// whole.
+	CauseRollback EvictionCause = "GangRolledBack"
 )
 
 // Eviction takes pods away from a running job. Drivers carry evictions out
@@ -125,10 +133,20 @@ type Plan struct {
 	Stats  CycleStats
 	// PoolProblems names pools of the snapshot left out as invalid.
 	PoolProblems []string
+	// Warnings are what the cycle went past without refusing a job (a
+	// preferred topology level the cluster lacks: ignored), for drivers to
+	// show; in Snapshot.Pending order.
+	Warnings []Warning
 	// Retry, when set, is a time at which a cycle may decide differently
 	// without any new event (a preemption deferred to its victims' next
 	// checkpoint). Drivers that run cycles only on events run one then.
 	Retry time.Time
+}
+
+// Warning is one problem of a job the cycle went past.
+type Warning struct {
+	Job     workload.JobID
+	Message string
 }
 
 // Remediation is one job's remediation after a failure under it.
@@ -152,8 +170,11 @@ type QueueStatus struct {
 	// water-filling gives it; Pending what its waiting jobs ask for;
 	// Borrowed what it holds above its guarantee.
 	Allocated, FairShare, Pending, Borrowed Amounts
-	// Problem is why the queue is left out of the tree, if it is.
+	// Problem is why the queue is left out of the tree, if it is (its
+	// reasons joined by "; ").
 	Problem string
+	// Leaf: the queue is in the tree and takes jobs.
+	Leaf bool
 }
 
 // CycleStats counts the work of one cycle.

@@ -90,6 +90,13 @@ type QueueSpec struct {
 	// get its lent guarantee back. Without it, the queue waits for borrowed
 	// capacity to come back as jobs end. Lending happens either way.
 	Reclaim bool
+	// DefaultFor lists the namespaces whose jobs that name no queue go to
+	// this one (the Queue CRD's defaultForNamespaces). Leaves only.
+	DefaultFor []string
+	// Problem, set by a driver, is why it could not read the queue (a
+	// malformed quantity, an unknown resource): the tree leaves it, and the
+	// queues below it, out with this reason.
+	Problem string
 }
 
 // WeightOf is the spec's weight for r.
@@ -117,6 +124,10 @@ func (s *QueueSpec) Clone() QueueSpec {
 	c.Namespaces = append([]string(nil), s.Namespaces...)
 	if len(c.Namespaces) == 0 {
 		c.Namespaces = nil
+	}
+	c.DefaultFor = append([]string(nil), s.DefaultFor...)
+	if len(c.DefaultFor) == 0 {
+		c.DefaultFor = nil
 	}
 	return c
 }

@@ -79,12 +79,11 @@ type Snapshot struct {
 	SuspectLimit int
 }
 
-// PodBind puts one pod on a node with specific devices.
+// PodBind puts one pod on a node with specific devices: the placed pod
+// (its node index and allocation) with the names a driver writes.
 type PodBind struct {
-	Pod       workload.PodRef
-	Node      string
-	NodeIndex int
-	Alloc     cluster.Alloc
-	Devices   []string // device ids, in the order of Alloc.Devices
-	NICs      []string // NICs sharing a PCIe switch with the devices
+	cluster.Placed
+	Node    string   // the node's name
+	Devices []string // device ids, in the order of Alloc.Devices
+	NICs    []string // NICs sharing a PCIe switch with the devices
 }

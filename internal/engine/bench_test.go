@@ -171,7 +171,7 @@ func BenchmarkCycleQueuesPreempt(b *testing.B) {
 				b.Fatal(err)
 			}
 			running = append(running, RunningJob{Job: j, Start: now.Add(-time.Duration(1+rng.IntN(600)) * time.Minute),
-				Pods: []PodBind{{Pod: workload.PodRef{Job: j.ID}, Node: s.Node(n).Name, NodeIndex: n, Alloc: a}}})
+				Pods: []PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, NodeIndex: n, Alloc: a}, Node: s.Node(n).Name}}})
 		}
 		jobs := benchJobs(5000, 2)
 		for i, pj := range jobs {

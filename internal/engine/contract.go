@@ -20,6 +20,7 @@ type (
 	Reservation = cycle.Reservation
 	Repartition = cycle.Repartition
 	Remediation = cycle.Remediation
+	Warning     = cycle.Warning
 	QueueStatus = cycle.QueueStatus
 	CycleStats  = cycle.CycleStats
 	// EvictionCause says why pods are taken away from a running job.
@@ -34,4 +35,5 @@ const (
 	CauseShrink      = cycle.CauseShrink
 	CauseFailure     = cycle.CauseFailure
 	CauseMaxRuntime  = cycle.CauseMaxRuntime
+	CauseRollback    = cycle.CauseRollback
 )

@@ -1,17 +1,18 @@
 package engine
 
 import (
-	"github.com/corral-dev/corral/internal/cluster"
-	"github.com/corral-dev/corral/internal/health"
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
 )
 
-// Cycle decides what to do now, in numbered steps; each runs against the
-// cycle's own running view, so nothing is booked twice, and each step's
-// policy lives in the package named for it.
+// Cycle decides what to do now, in numbered steps; each changes capacity
+// only through the cycle's ledger (ledger.go), so nothing is booked twice,
+// and each step's policy lives in the package named for it.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	c := e.begin(s)    // 1. the running view, the scorer and the placer
+	c.warn()           //    preferences the cluster cannot honour, ignored (warnings.go)
 	c.health()         // 2. health: suspects, spares, remediation, replacement ranks first
 	c.backfillPre()    // 3. backfill: max runtime enforced, pools resolved
 	c.queues()         // 4. queues: leaves, usage, fair shares, refused jobs, the order
@@ -19,37 +20,34 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	for i, more := c.order.Next(); more; i, more = c.order.Next() {
 		c.place(i) // 6. each job: the whole gang (corral) or pod by pod (baselines)
 	}
-	return c.finish() // 7. spares re-held, queue statuses, growth, holds lifted
+	c.rollBack()      // 7. gangs below their minimum rolled back (rollback.go)
+	return c.finish() // 8. spares re-held, queue statuses, growth, holds lifted
 }
 
-// run is one cycle's working state: the snapshot as the steps so far left
-// it, the running view and the plan being built.
+// run is one cycle's working state: the snapshot as the driver gave it,
+// the ledger (what the steps so far decided) and each policy's part of
+// the cycle.
 type run struct {
 	e       *Engine
 	s       *Snapshot
-	view    *cluster.State
+	l       *ledger // the running view, the jobs in it, the holds and the plan
 	scorer  placement.Scorer
 	devices placement.DeviceOrder
-	placer  *placement.Placer
-	plan    Plan
 	hc      healthCycle
-	bf      *backfiller
+	bf      *backfill.Cycle
 	qs      *queue.State
 	order   jobOrder
 	static  []int // the pending jobs their queue admits, in the Orderer's order
-	room    *roomMaker
+	room    *preempt.Room
 	// failed remembers the reason of each gang shape that found no room:
 	// capacity only shrinks within a cycle, so an identical gang fails too.
 	failed map[string]Reason
-	// spareReleased are spares released for a job that could never fit
-	// beside them, held again before the next job.
-	spareReleased []health.SpareKey
 }
 
 // begin copies the free capacity into a running view only this cycle
 // changes and picks the scorer and device chooser of the policy.
 func (e *Engine) begin(s *Snapshot) *run {
-	c := &run{e: e, s: s, view: s.State.Clone(), devices: placement.FirstFree, failed: map[string]Reason{}}
+	c := &run{e: e, s: s, l: newLedger(s, s.State.Clone()), devices: placement.FirstFree, failed: map[string]Reason{}}
 	switch e.v.scorer {
 	case scoreLeastAllocated:
 		c.scorer = placement.LeastAllocated()
@@ -58,14 +56,14 @@ func (e *Engine) begin(s *Snapshot) *run {
 	default:
 		c.devices = placement.Interconnect
 		if len(s.Mix) > 0 {
-			c.scorer = placement.NewFragScorer(c.view, s.Mix, &e.frag)
+			c.scorer = placement.NewFragScorer(c.l.view, s.Mix, &e.frag)
 		} else {
 			c.scorer = placement.MostAllocated()
 		}
 	}
 	// Suspect nodes leave the view or score last (internal/health).
-	c.scorer = e.healthScorer(s, c.view, c.scorer)
-	c.placer = placement.NewPlacer(c.view, c.scorer, c.devices)
+	c.scorer = e.healthScorer(s, c.l.view, c.scorer)
+	c.l.placer = placement.NewPlacer(c.l.view, c.scorer, c.devices)
 	return c
 }
 
@@ -73,19 +71,16 @@ func (e *Engine) begin(s *Snapshot) *run {
 // jobs on failed devices and places the ranks that replace failed ones
 // before anyone else.
 func (c *run) health() {
-	c.hc = c.e.healthStep(c.s, c.view, c.placer, &c.plan)
-	c.s = withoutEvicted(c.s, c.plan.Evictions)
+	c.hc = c.e.healthStep(c.l)
 }
 
 // backfillPre runs backfill's steps that come before any placement: jobs
 // past their max runtime leave, and the pools held for job classes are
 // resolved.
 func (c *run) backfillPre() {
-	c.bf = newBackfiller(c.e.cfg.Backfill, c.e.v, c.s, c.view)
-	c.bf.enforceMaxRuntime(&c.plan)
-	// The backfiller keeps its own account of the jobs it stopped.
-	c.s = withoutEvicted(c.s, c.plan.Evictions)
-	c.bf.resolvePools(&c.plan)
+	c.bf = backfill.NewCycle(c.e.cfg.Backfill, c.e.v.backfill, c.l)
+	c.bf.EnforceMaxRuntime()
+	c.l.plan.PoolProblems = c.bf.ResolvePools()
 }
 
 // queues resolves every job's leaf queue, usage, demand and fair shares
@@ -93,15 +88,15 @@ func (c *run) backfillPre() {
 // with queues, DRF across leaves and priority with aging inside one;
 // without, the Orderer. Jobs their queue refuses wait here.
 func (c *run) queues() {
-	c.qs = c.e.newQueueState(c.s, c.view)
+	c.qs = c.e.newQueueState(c.s, c.l.Running(), c.l.view)
 	c.static = c.e.cfg.Orderer.Order(c.s)
 	c.order = &fixedOrder{idx: c.static}
 	if c.qs == nil {
 		return
 	}
 	c.order = c.qs
-	c.plan.Pending = append(c.plan.Pending, c.qs.RefusedPending(c.s)...)
-	c.plan.Stats.JobsConsidered += c.qs.NumRefused()
+	c.l.plan.Pending = append(c.l.plan.Pending, c.qs.RefusedPending(c.s)...)
+	c.l.plan.Stats.JobsConsidered += c.qs.NumRefused()
 	admitted := c.static[:0:0]
 	for _, i := range c.static {
 		if !c.qs.Refused(i) {
@@ -117,9 +112,19 @@ func (c *run) queues() {
 // reservation before anything is placed, so that no job, whatever its
 // priority or queue, takes its room unless it ends first.
 func (c *run) reserveStarved() {
-	c.room = c.e.newRoomMaker(c.s, c.view, c.placer, c.scorer, c.devices, c.qs, &c.plan.Stats)
-	c.bf.attach(c.room, c.qs)
-	c.bf.reserveStarved(c.static, &c.plan)
+	c.room = c.newRoom()
+	if c.qs != nil {
+		c.bf.SetQueues(c.qs)
+	}
+	if c.room != nil {
+		// Preemption honours reservations as placement does, and leaves
+		// alone the jobs that started only after starving; a starved job
+		// may evict the long jobs in its way when no queue rules them.
+		c.room.Reserved = c.bf.Closed
+		c.room.StartedStarved = c.bf.StartedStarved
+		c.bf.Stragglers = c.qs == nil
+	}
+	c.bf.ReserveStarved(c.static)
 }
 
 // finish re-holds the spares, reports every queue's standing, lets elastic
@@ -127,21 +132,19 @@ func (c *run) reserveStarved() {
 // a deferred preemption should be looked at again.
 func (c *run) finish() Plan {
 	if c.hc.holds != nil {
-		c.hc.holds.Rehold(c.view, c.spareReleased)
-		c.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
+		c.hc.holds.HoldAgain(c.l.view)
+		c.l.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
 	}
 	if c.qs != nil {
-		c.plan.Queues = c.qs.Statuses(c.s, c.view, c.plan.Pending)
+		c.l.plan.Queues = c.qs.Statuses(c.s, c.l.view, c.l.plan.Pending)
 	}
-	c.bf.grow(c.placer, &c.plan)
-	c.bf.finish()
-	if c.room != nil {
-		c.plan.Retry = c.room.retry
-	}
-	return c.plan
+	c.bf.Grow()
+	c.bf.Finish()
+	c.l.plan.Retry = c.room.Retry()
+	return c.l.plan
 }
 
 // wait records why a job stays pending.
 func (c *run) wait(pj PendingJob, r Reason) {
-	c.plan.Pending = append(c.plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
+	c.l.plan.Pending = append(c.l.plan.Pending, Pending{Job: pj.Job.ID, Reason: r})
 }

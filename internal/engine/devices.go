@@ -58,15 +58,15 @@ func deviceProblem(s *cluster.State, pr *placement.PodReq, unknownModel bool) st
 // into the plan, the gang's instances stay reserved in the running view,
 // and the job waits with a reason naming the GPUs; if every instance
 // already existed (nothing to wait for) the gang is bound.
-func planMIG(placer *placement.Placer, job workload.JobID, gang placement.Gang, mix placement.Mix, plan *Plan) bool {
-	res, planned, waits, ok := placer.PlanMIG(gang, mix)
+func (l *ledger) planMIG(j *workload.Job, gang placement.Gang) bool {
+	res, planned, waits, ok := l.placer.PlanMIG(gang, l.s.Mix)
 	if !ok {
 		return false
 	}
-	placer.Commit()
-	s := placer.State()
+	l.placer.Commit()
+	s, plan, job := l.view, &l.plan, j.ID
 	if !waits {
-		plan.Binds = append(plan.Binds, bindOf(s, job, res))
+		l.Bind(j, res)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
 		return true

@@ -6,10 +6,18 @@
 // Plan for the same Snapshot; the simulator (internal/sim) and the
 // Kubernetes adapter (internal/kube) carry the Plan out.
 //
-// The policies live in their own packages and never import this one:
-// internal/queue (usage, limits, DRF order), internal/preempt (victim
-// search, restart cost, checkpoint deferral), internal/backfill
-// (reservations, pools, holds), internal/health (remediation, spares,
-// escalation). The contract types are defined in internal/cycle; this
-// package re-exports them under their old names for the drivers.
+// Each cycle works on one ledger (ledger.go): the running view, the jobs
+// holding capacity, the holds table and the Plan being built. Only the
+// ledger changes capacity, through its verbs (bind, evict, vacate and
+// restore for trials, the holds table's take and release).
+//
+// The policies live in their own packages, declare the interface they need
+// of the ledger, and never import this one or each other: internal/queue
+// (usage, limits, DRF order), internal/preempt (preempt.Room: victims,
+// reclaim, restart cost, checkpoint deferral, consolidation),
+// internal/backfill (backfill.Cycle: reservations, starvation, pools,
+// shrinking, growth, strict FIFO, max runtime), internal/health
+// (remediation, spares, escalation). The contract types are defined in
+// internal/cycle; this package re-exports them under their old names for
+// the drivers.
 package engine

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
+	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -55,11 +57,14 @@ type variant struct {
 	// health: suspects avoided, spares held, ranks replaced in their domain
 	// (corral); the others restart every hit job anywhere, as Kubernetes does.
 	health bool
-	// backfill: pools, reservations, starvation, shrink, pool reclaim and
-	// elastic growth (corral).
-	backfill bool
-	// fifo: a blocked job stops every job behind it.
-	fifo bool
+	// backfill is what a blocked job does: EASY (corral: reservations,
+	// starvation, pools, shrink, pool reclaim, growth), StrictFIFO (a
+	// blocked job stops every job behind it) or Greedy (nothing).
+	backfill backfill.Mode
+	// preempt is how victims are chosen; preempts is false when the
+	// policy never evicts (the pod-by-pod baselines, or PreemptOff).
+	preempt  preempt.Config
+	preempts bool
 	// scorer ranks nodes: spread and binpack score like kube-scheduler's
 	// two strategies; the gang policies score fragmentation against the mix
 	// and pick GPUs by interconnect.
@@ -77,9 +82,9 @@ const (
 func variantOf(p Policy) variant {
 	switch p {
 	case Corral:
-		return variant{gangs: true, health: true, backfill: true}
+		return variant{gangs: true, health: true, backfill: backfill.EASY}
 	case FIFO:
-		return variant{gangs: true, fifo: true}
+		return variant{gangs: true, backfill: backfill.StrictFIFO}
 	case Greedy:
 		return variant{gangs: true}
 	case Spread:
@@ -179,55 +184,32 @@ func New(cfg Config) *Engine {
 	if cfg.Preemption == "" {
 		cfg.Preemption = PreemptLeastLost
 	}
-	return &Engine{cfg: cfg, v: variantOf(cfg.Policy), name: name}
+	v := variantOf(cfg.Policy)
+	v.preempts = v.gangs && cfg.Preemption != PreemptOff
+	v.preempt = preempt.Config{Strategy: preempt.LeastLost, Budget: cfg.PreemptBudget,
+		Consolidate: cfg.Consolidate, CheckpointWait: cfg.CheckpointWait}
+	if cfg.Preemption == PreemptNewest {
+		v.preempt.Strategy = preempt.LowestPriorityNewest
+	}
+	return &Engine{cfg: cfg, v: v, name: name}
 }
 
 // Policy returns the engine's policy.
 func (e *Engine) Policy() Policy { return e.name }
 
-// withoutEvicted is the snapshot with the pods this plan already evicts
-// taken out of its running jobs, so that no later step (max runtime,
-// preemption, reclaim, shrinking) picks them again: evicting a pod twice in
-// one plan would fail the second time in every driver.
-func withoutEvicted(s *Snapshot, evs []Eviction) *Snapshot {
-	if len(evs) == 0 {
-		return s
-	}
-	gone := map[workload.PodRef]bool{}
-	for _, ev := range evs {
-		for _, p := range ev.Pods {
-			gone[p] = true
-		}
-	}
-	out := *s
-	out.Running = make([]RunningJob, 0, len(s.Running))
-	for _, rj := range s.Running {
-		kept := rj
-		kept.Pods = nil
-		for _, p := range rj.Pods {
-			if !gone[p.Pod] {
-				kept.Pods = append(kept.Pods, p)
-			}
-		}
-		if len(kept.Pods) > 0 {
-			out.Running = append(out.Running, kept)
-		}
-	}
-	return &out
-}
-
 // podByPod is the baselines' path: each waiting pod on its own, no gang.
-func (e *Engine) podByPod(placer *placement.Placer, pj PendingJob, pods []placement.PodReq, plan *Plan) {
+func (l *ledger) podByPod(pj PendingJob, pods []placement.PodReq) {
 	var res placement.Result
 	for i := range pods {
-		a, ok := placer.PlacePod(&pods[i], 0)
+		a, ok := l.placer.PlacePod(&pods[i], 0)
 		if ok {
 			res.Assignments = append(res.Assignments, a)
 		}
 	}
-	placer.Commit()
+	l.placer.Commit()
+	plan := &l.plan
 	if len(res.Assignments) > 0 {
-		plan.Binds = append(plan.Binds, bindOf(placer.State(), pj.Job.ID, res))
+		l.Bind(pj.Job, res)
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(res.Assignments)
 	}
@@ -288,11 +270,9 @@ func gangOf(s *cluster.State, j *workload.Job, pods []placement.PodReq) (placeme
 		}
 	}
 	if j.Topology.Preferred != "" {
+		// A level the cluster lacks leaves -1: a preference, not a
+		// constraint, so the job is placed without it (Plan.Warnings).
 		g.Preferred = s.LevelIndex(j.Topology.Preferred)
-		if g.Preferred < 0 {
-			return g, never(j.Topology.Preferred, fmt.Sprintf("unknown topology level %q (levels: %s)",
-				j.Topology.Preferred, strings.Join(s.Levels(), ", "))), false
-		}
 	}
 	return g, Reason{}, true
 }
@@ -351,7 +331,7 @@ func bindOf(s *cluster.State, job workload.JobID, res placement.Result) GangBind
 	}
 	for _, a := range res.Assignments {
 		node := s.Node(a.Node)
-		pb := PodBind{Pod: a.Pod, Node: node.Name, NodeIndex: a.Node, Alloc: a.Alloc}
+		pb := PodBind{Placed: cluster.Placed{Pod: a.Pod, NodeIndex: a.Node, Alloc: a.Alloc}, Node: node.Name}
 		devs := make([]int, len(a.Alloc.Devices))
 		for i, d := range a.Alloc.Devices {
 			pb.Devices = append(pb.Devices, node.Devices[d.Device].ID)

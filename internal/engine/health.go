@@ -13,7 +13,7 @@ import (
 
 // healthCycle is the health step's state within one cycle.
 type healthCycle struct {
-	holds   *health.Holds
+	holds   *health.Spares
 	handled map[workload.JobID]bool // pending jobs the health step placed or explained
 }
 
@@ -34,21 +34,22 @@ func (e *Engine) healthScorer(s *Snapshot, view *cluster.State, scorer placement
 // healthStep holds the spares, remediates running jobs hit by failures and
 // places pinned replacement ranks, before any other job is considered.
 // The baselines restart every hit job whole and hold no spares.
-func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.Placer, plan *Plan) healthCycle {
+func (e *Engine) healthStep(l *ledger) healthCycle {
+	s, view, placer, plan := l.s, l.view, l.placer, &l.plan
 	hc := healthCycle{handled: map[workload.JobID]bool{}}
 	corral := e.v.health
 	idx, problems := health.NewIndex(view, s.Failures)
 	if corral && len(s.Spares) > 0 {
 		want, p := health.ExpandSpares(view, s.Spares)
 		problems = append(problems, p...)
-		hc.holds = health.HoldSpares(view, want)
+		hc.holds = health.HoldSpares(view, l.holds, want)
 		plan.Stats.SpareGPUsHeld = hc.holds.HeldGPUs()
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
 		plan.Stats.HealthProblems = problems
 	}
-	rem := &health.Remediator{View: view, Placer: placer, Index: idx, Holds: hc.holds, Now: s.Now, RestartOnly: !corral}
+	rem := &health.Remediator{Ledger: l, View: view, Placer: placer, Index: idx, Spares: hc.holds, Now: s.Now, RestartOnly: !corral}
 	running := make([]int, len(s.Running))
 	for i := range running {
 		running[i] = i
@@ -58,11 +59,7 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 	for _, i := range running {
 		rj := s.Running[i]
 		byID[rj.Job.ID] = i
-		hr := health.Running{Job: rj.Job}
-		for _, p := range rj.Pods {
-			hr.Pods = append(hr.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
-		}
-		d, hit := rem.Remediate(hr)
+		d, hit := rem.Remediate(rj)
 		if !hit {
 			continue
 		}
@@ -82,7 +79,7 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 		if d.WholeGang || d.Action == workload.RestartGang {
 			lost = nil // every rank rolls back to the last checkpoint
 		}
-		plan.Evictions = append(plan.Evictions, Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: CauseFailure,
+		l.Evict(Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: CauseFailure,
 			Message: d.Message, LostGPUSeconds: preempt.RestartCost(rj, lost, s.Now)})
 		if d.Action == workload.RestartGang {
 			hc.handled[rj.Job.ID] = true
@@ -114,12 +111,12 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 			continue // no pin: the ordinary path places it
 		}
 		hc.handled[pj.Job.ID] = true
-		placed := e.placePinned(view, placer, hc.holds, pj, within, replacing, plan)
+		placed := l.placePinned(hc.holds, pj, within, replacing)
 		if i, ok := byID[pj.Job.ID]; !placed && ok && replacing && health.Escalates(pj.Job) {
-			rem, ev := health.Escalate(view, s.Running[i])
+			rem, ev := health.Escalate(s.Running[i])
 			ev.LostGPUSeconds = preempt.RestartCost(s.Running[i], nil, s.Now)
 			plan.Remediations = append(plan.Remediations, rem)
-			plan.Evictions = append(plan.Evictions, ev)
+			l.Evict(ev)
 		}
 	}
 	return hc
@@ -127,8 +124,8 @@ func (e *Engine) healthStep(s *Snapshot, view *cluster.State, placer *placement.
 
 // placePinned places a pinned job's waiting pods inside within; replacement
 // ranks may use the spares held there.
-func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, holds *health.Holds, pj PendingJob,
-	within cluster.DomainID, replacing bool, plan *Plan) bool {
+func (l *ledger) placePinned(holds *health.Spares, pj PendingJob, within cluster.DomainID, replacing bool) bool {
+	view, placer, plan := l.view, l.placer, &l.plan
 	pods, reason, ok := resolvePods(view, pj)
 	if ok {
 		var g placement.Gang
@@ -145,7 +142,7 @@ func (e *Engine) placePinned(view *cluster.State, placer *placement.Placer, hold
 			}
 			holds.Rehold(view, released)
 			if res.Failure == nil {
-				plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, res))
+				l.Bind(pj.Job, res)
 				plan.Stats.JobsPlaced++
 				plan.Stats.PodsPlaced += len(res.Assignments)
 				return true

@@ -39,7 +39,7 @@ func newHealthWorld(t *testing.T, job *workload.Job, nodes ...string) *healthWor
 		if err := w.s.Allocate(n, a); err != nil {
 			t.Fatal(err)
 		}
-		w.run.Pods = append(w.run.Pods, PodBind{Pod: ref, Node: nodes[i], NodeIndex: n, Alloc: a, Devices: ids})
+		w.run.Pods = append(w.run.Pods, PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: n, Alloc: a}, Node: nodes[i], Devices: ids})
 		i++
 	})
 	return w
@@ -411,7 +411,7 @@ func TestGangSpanningRacksKeepsItsReplacementInItsRacks(t *testing.T) {
 		if err := s.Allocate(n, a); err != nil {
 			t.Fatal(err)
 		}
-		w.run.Pods = append(w.run.Pods, PodBind{Pod: workload.PodRef{Job: "g", Index: i}, Node: node, NodeIndex: n, Alloc: a})
+		w.run.Pods = append(w.run.Pods, PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: "g", Index: i}, NodeIndex: n, Alloc: a}, Node: node})
 		i++
 	}
 	f := w.failDevice(t, "r0-n-1", 2)

@@ -50,15 +50,16 @@ func (c *treeCache) build(specs []queue.Spec) (*queue.Tree, []queue.Problem) {
 	return c.tree, c.problems
 }
 
-// newQueueState resolves every job's queue and computes usage, demand and
-// fair shares (queue.State). It returns nil when the snapshot has no queues:
+// newQueueState resolves every job's queue and computes usage (of the
+// running jobs the cycle's earlier steps left), demand and fair shares
+// (queue.State). It returns nil when the snapshot has no queues:
 // the cycle then runs exactly as without queue support.
-func (e *Engine) newQueueState(s *Snapshot, view *cluster.State) *queue.State {
+func (e *Engine) newQueueState(s *Snapshot, running []RunningJob, view *cluster.State) *queue.State {
 	if len(s.Queues) == 0 {
 		return nil
 	}
 	tree, problems := e.trees.build(s.Queues)
-	return queue.NewState(tree, problems, s, view, e.cfg.Aging)
+	return queue.NewState(tree, problems, s, running, view, e.cfg.Aging)
 }
 
 // quotaReason is a WaitQuota reason.

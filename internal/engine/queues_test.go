@@ -46,7 +46,7 @@ func pin(t *testing.T, s *cluster.State, j *workload.Job, start time.Time, nodes
 		if err := s.Allocate(n, a); err != nil {
 			t.Fatal(err)
 		}
-		rj.Pods = append(rj.Pods, PodBind{Pod: ref, Node: nodes[k-1], NodeIndex: n, Alloc: a})
+		rj.Pods = append(rj.Pods, PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: n, Alloc: a}, Node: nodes[k-1]})
 	})
 	return rj
 }

@@ -62,7 +62,7 @@ func (w *world) run(j *workload.Job, nodes ...string) {
 		if err := w.s.Allocate(n, a); err != nil {
 			w.t.Fatal(err)
 		}
-		rj.Pods = append(rj.Pods, PodBind{Pod: ref, Node: nodes[i], NodeIndex: n, Alloc: a})
+		rj.Pods = append(rj.Pods, PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: n, Alloc: a}, Node: nodes[i]})
 		i++
 	})
 	w.running[j.ID] = rj

@@ -16,16 +16,15 @@ func Escalates(j *workload.Job) bool {
 	return j.Remediation == workload.RemediateDefault && StrictGang(j)
 }
 
-// Escalate restarts a gang whose replacement ranks found no room: every
-// bound pod leaves the view, and the cycle records the remediation and the
-// eviction it returns. The eviction is not priced: the restart throws away
-// the whole gang's work since its last checkpoint, which the caller sets
-// from the restart-cost model (preempt.RestartCost).
-func Escalate(view *cluster.State, rj cycle.RunningJob) (cycle.Remediation, cycle.Eviction) {
+// Escalate restarts a gang whose replacement ranks found no room: the
+// cycle records the remediation and the eviction it returns, which takes
+// every bound pod out of the view. The eviction is not priced: the restart
+// throws away the whole gang's work since its last checkpoint, which the
+// caller sets from the restart-cost model (preempt.RestartCost).
+func Escalate(rj cycle.RunningJob) (cycle.Remediation, cycle.Eviction) {
 	var pods []workload.PodRef
 	for _, p := range rj.Pods {
 		pods = append(pods, p.Pod)
-		view.Release(p.NodeIndex, p.Alloc)
 	}
 	msg := fmt.Sprintf("no room left for the replacement ranks: restarting all %d bound pods", len(pods))
 	return cycle.Remediation{Job: rj.Job.ID, Action: workload.RestartGang, Pods: pods, Message: msg},

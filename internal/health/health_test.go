@@ -44,7 +44,7 @@ func TestSparesHoldWholeNodesAndComeBack(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 	view := s.Clone()
-	h := HoldSpares(view, want)
+	h := HoldSpares(view, cluster.NewHolds(view), want)
 	if h.HeldGPUs() != 16 || view.FreeMilli() != 16000 {
 		t.Fatalf("held %d GPUs, %d milli left free; want 16 held, 16000 free", h.HeldGPUs(), view.FreeMilli())
 	}
@@ -111,7 +111,7 @@ func TestQueueSparesServeTheirQueue(t *testing.T) {
 				t.Fatal(problems)
 			}
 			view := s.Clone()
-			h := HoldSpares(view, want)
+			h := HoldSpares(view, cluster.NewHolds(view), want)
 			before := view.FreeMilli()
 			h.Release(view, r0, tc.queue)
 			if got := int(view.FreeMilli()-before) / 1000; got != tc.freedGPU {

@@ -7,15 +7,10 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
-
-// Running is a job holding capacity.
-type Running struct {
-	Job  *workload.Job
-	Pods []cluster.Placed
-}
 
 // Decision is what remediation does about one job hit by a failure.
 type Decision struct {
@@ -38,12 +33,20 @@ type Decision struct {
 	Message   string
 }
 
+// Ledger is what remediation needs of the cycle's ledger (internal/engine):
+// to free a hit job's pods in the running view ahead of their eviction.
+type Ledger interface {
+	Vacate(pods []cluster.Placed)
+}
+
 // Remediator decides, one job at a time, against the cycle's running view.
+// The pods it evicts leave the view through Ledger as it decides.
 type Remediator struct {
+	Ledger Ledger
 	View   *cluster.State
 	Placer *placement.Placer
 	Index  *Index
-	Holds  *Holds
+	Spares *Spares
 	Now    time.Time
 	// RestartOnly makes every failure a whole-job restart placed anywhere:
 	// the baselines' behaviour (what Kubernetes' default scheduler does).
@@ -58,12 +61,12 @@ func StrictGang(j *workload.Job) bool { return j.Pods() > 1 && j.GangMin() == j.
 // under it failed. A ReplaceRanks decision leaves the replacement's room
 // taken in the view (placed tentatively and committed), so that nothing
 // else in this cycle takes it; the driver places the new ranks next cycle.
-func (r *Remediator) Remediate(rj Running) (Decision, bool) {
+func (r *Remediator) Remediate(rj cycle.RunningJob) (Decision, bool) {
 	var failedPods []int
 	seen := map[Failure]bool{}
 	d := Decision{Job: rj.Job.ID}
 	for i, p := range rj.Pods {
-		fs := r.Index.podFailures(r.View, p.Node, p.Alloc)
+		fs := r.Index.podFailures(r.View, p.NodeIndex, p.Alloc)
 		if len(fs) == 0 {
 			continue
 		}
@@ -146,12 +149,14 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 	// RestartGang: the whole job goes back to pending, to be placed as a
 	// gang anywhere it fits; its healthy capacity is free for this cycle.
 	d.Action = workload.RestartGang
+	var free []cluster.Placed
 	for i, p := range rj.Pods {
 		d.Evict = append(d.Evict, p.Pod)
 		if !released[i] {
-			r.View.Release(p.Node, p.Alloc)
+			free = append(free, p.Placed)
 		}
 	}
+	r.Ledger.Vacate(free)
 	d.Message = fmt.Sprintf("%s failed: restarting all %d pods", what, len(rj.Pods))
 	return d, true
 }
@@ -161,10 +166,12 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 // spares held there. On success the placement stays taken in the view; on
 // failure the view is as it was except that the failed pods' healthy
 // capacity is free, and the last candidate is returned.
-func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.DomainID) (cluster.DomainID, bool) {
-	for _, i := range failed {
-		r.View.Release(rj.Pods[i].Node, rj.Pods[i].Alloc)
+func (r *Remediator) replaceRoom(rj cycle.RunningJob, failed []int, candidates []cluster.DomainID) (cluster.DomainID, bool) {
+	vacate := make([]cluster.Placed, len(failed))
+	for k, i := range failed {
+		vacate[k] = rj.Pods[i].Placed
 	}
+	r.Ledger.Vacate(vacate)
 	last := candidates[len(candidates)-1]
 	var pods []placement.PodReq
 	for _, i := range failed {
@@ -179,12 +186,12 @@ func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].GPUMilliTotal() > pods[j].GPUMilliTotal() })
 	for _, within := range candidates {
 		g := placement.Gang{Pods: pods, Required: -1, Preferred: -1, Within: within}
-		released := r.Holds.Release(r.View, within, rj.Job.Queue)
+		released := r.Spares.Release(r.View, within, rj.Job.Queue)
 		res := r.Placer.PlaceGang(g)
 		if res.Failure == nil {
 			r.Placer.Commit()
 		}
-		r.Holds.Rehold(r.View, released)
+		r.Spares.Rehold(r.View, released)
 		if res.Failure == nil {
 			return within, true
 		}
@@ -198,14 +205,14 @@ func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.
 // wider than the level just above the hosts (a gang spanning racks), the
 // racks the gang already occupies come first, most of its pods first, so
 // that a replacement does not widen the gang's span.
-func (r *Remediator) domainsOf(rj Running) []cluster.DomainID {
+func (r *Remediator) domainsOf(rj cycle.RunningJob) []cluster.DomainID {
 	near := r.View.HostLevel() - 1
 	nodes := make([]int, 0, len(rj.Pods))
 	count := map[cluster.DomainID]int{}
 	for _, p := range rj.Pods {
-		nodes = append(nodes, p.Node)
+		nodes = append(nodes, p.NodeIndex)
 		if near > 0 {
-			count[r.View.NodeDomain(p.Node, near)]++
+			count[r.View.NodeDomain(p.NodeIndex, near)]++
 		}
 	}
 	lca := LowestCommon(r.View, nodes, near)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -69,7 +70,7 @@ func TestRemediator(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := build.State(build.Topo("rack"), build.Racks(2, 3))
 			view := s.Clone()
-			rj := Running{Job: tc.job}
+			rj := cycle.RunningJob{Job: tc.job}
 			tc.job.EachPod(func(ref workload.PodRef, r workload.Request) {
 				a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
 				for k := range 8 {
@@ -78,7 +79,7 @@ func TestRemediator(t *testing.T) {
 				if err := view.Allocate(ref.Index, a); err != nil {
 					t.Fatal(err)
 				}
-				rj.Pods = append(rj.Pods, cluster.Placed{Pod: ref, Node: ref.Index, Alloc: a})
+				rj.Pods = append(rj.Pods, cycle.PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: ref.Index, Alloc: a}})
 			})
 			if tc.fillRack {
 				if err := view.Allocate(2, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: workload.MilliPerGPU}}}); err != nil {
@@ -94,7 +95,8 @@ func TestRemediator(t *testing.T) {
 			if len(problems) > 0 {
 				t.Fatalf("index problems: %v", problems)
 			}
-			r := &Remediator{View: view, Placer: placement.NewPlacer(view, placement.MostAllocated(), placement.Interconnect),
+			led := &viewLedger{view: view}
+			r := &Remediator{Ledger: led, View: view, Placer: placement.NewPlacer(view, placement.MostAllocated(), placement.Interconnect),
 				Index: idx, Now: now, RestartOnly: tc.restartOnly}
 			d, hit := r.Remediate(rj)
 			if hit != tc.wantHit {
@@ -113,6 +115,24 @@ func TestRemediator(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("Remediate (-want +got):\n%s", diff)
 			}
+			// Every evicted pod left the view once, through the ledger.
+			if diff := cmp.Diff(got.evict, led.vacated); diff != "" {
+				t.Errorf("pods vacated (-evicted +vacated):\n%s", diff)
+			}
 		})
+	}
+}
+
+// viewLedger frees vacated pods in the view, as the engine's ledger does,
+// and remembers which.
+type viewLedger struct {
+	view    *cluster.State
+	vacated []int // pod indexes
+}
+
+func (l *viewLedger) Vacate(pods []cluster.Placed) {
+	for _, p := range pods {
+		l.view.Release(p.NodeIndex, p.Alloc)
+		l.vacated = append(l.vacated, p.Pod.Index)
 	}
 }

@@ -15,20 +15,23 @@ type SpareKey struct {
 	Queue  string
 }
 
-// hold is spare capacity taken out of the cycle's view on one node.
-type hold struct {
-	key   SpareKey
-	node  int
-	alloc cluster.Alloc
-}
-
-// Holds is the spare capacity a cycle keeps from ordinary placement. It is
+// Spares is the spare capacity a cycle keeps from ordinary placement, held
+// in the cycle's holds table (owner kind cluster.HoldSpare). It is
 // recomputed every cycle from what is free, so a spare used by a
 // replacement is held again elsewhere in its domain as soon as room frees.
-type Holds struct {
+type Spares struct {
 	want  map[SpareKey]int // GPUs to hold
-	holds []hold
+	table *cluster.Holds
+	// letIn are the spares given back for one job (LetIn), to hold again
+	// before the next (HoldAgain).
+	letIn []SpareKey
 }
+
+func ownerOf(k SpareKey) cluster.HoldOwner {
+	return cluster.HoldOwner{Kind: cluster.HoldSpare, Name: k.Queue, Domain: k.Domain}
+}
+
+func keyOf(o cluster.HoldOwner) SpareKey { return SpareKey{Domain: o.Domain, Queue: o.Name} }
 
 // ExpandSpares resolves spares to domains and the GPUs held in each, in
 // domain order. A spare naming an unknown level or domain is a problem, not
@@ -60,9 +63,10 @@ func ExpandSpares(s *cluster.State, spares []Spare) (map[SpareKey]int, []string)
 	return want, problems
 }
 
-// HoldSpares takes the spares out of the view.
-func HoldSpares(view *cluster.State, want map[SpareKey]int) *Holds {
-	h := &Holds{want: want}
+// HoldSpares takes the spares out of the view, as holds in table (the
+// cycle's, on view).
+func HoldSpares(view *cluster.State, table *cluster.Holds, want map[SpareKey]int) *Spares {
+	h := &Spares{want: want, table: table}
 	for _, k := range sortedKeys(want) {
 		h.holdIn(view, k)
 	}
@@ -87,11 +91,11 @@ func sortedKeys(m map[SpareKey]int) []SpareKey {
 // healthy GPUs (whole spare nodes replace whole-node ranks), the last node
 // in topology order first on ties. A node's CPU and memory are held in
 // proportion, so the spare GPUs stay usable.
-func (h *Holds) holdIn(view *cluster.State, key SpareKey) {
+func (h *Spares) holdIn(view *cluster.State, key SpareKey) {
 	need := h.want[key]
-	for _, x := range h.holds {
-		if x.key == key {
-			need -= len(x.alloc.Devices)
+	for _, x := range h.table.Shares() {
+		if x.Owner.Kind == cluster.HoldSpare && keyOf(x.Owner) == key {
+			need -= len(x.Alloc.Devices)
 		}
 	}
 	if need <= 0 {
@@ -128,10 +132,9 @@ func (h *Holds) holdIn(view *cluster.State, key SpareKey) {
 		for _, k := range devs[:take] {
 			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
 		}
-		if view.Allocate(c.node, a) != nil {
+		if h.table.Take(ownerOf(key), c.node, a) != nil {
 			continue
 		}
-		h.holds = append(h.holds, hold{key: key, node: c.node, alloc: a})
 		need -= take
 	}
 }
@@ -151,40 +154,51 @@ func wholeFree(view *cluster.State, n int) []int {
 // that a replacement for a job of queue may use (those of its queue and
 // those of any job's), for a replacement placed in d, and returns what to
 // hold again afterwards (Rehold).
-func (h *Holds) Release(view *cluster.State, d cluster.DomainID, queue string) []SpareKey {
+func (h *Spares) Release(view *cluster.State, d cluster.DomainID, queue string) []SpareKey {
 	if h == nil {
 		return nil
 	}
 	in := view.Domain(d)
-	kept := h.holds[:0]
+	return h.release(func(x cluster.Hold) bool {
+		return x.Node >= in.Lo && x.Node < in.Hi && (x.Owner.Name == "" || x.Owner.Name == queue)
+	})
+}
+
+func (h *Spares) release(match func(cluster.Hold) bool) []SpareKey {
 	released := map[SpareKey]int{}
-	for _, x := range h.holds {
-		if x.node >= in.Lo && x.node < in.Hi && (x.key.Queue == "" || x.key.Queue == queue) {
-			view.Release(x.node, x.alloc)
-			released[x.key]++
-			continue
-		}
-		kept = append(kept, x)
+	for _, x := range h.table.ReleaseShares(func(x cluster.Hold) bool { return x.Owner.Kind == cluster.HoldSpare && match(x) }) {
+		released[keyOf(x.Owner)]++
 	}
-	h.holds = kept
 	return sortedKeys(released)
 }
 
 // Rehold holds the released spares again from what is still free.
-func (h *Holds) Rehold(view *cluster.State, keys []SpareKey) {
+func (h *Spares) Rehold(view *cluster.State, keys []SpareKey) {
 	for _, k := range keys {
 		h.holdIn(view, k)
 	}
 }
 
+// holding reports whether any spare is held now.
+func (h *Spares) holding() bool {
+	for _, x := range h.table.Shares() {
+		if x.Owner.Kind == cluster.HoldSpare {
+			return true
+		}
+	}
+	return false
+}
+
 // HeldGPUs is the number of GPUs held now, for stats.
-func (h *Holds) HeldGPUs() int {
+func (h *Spares) HeldGPUs() int {
 	if h == nil {
 		return 0
 	}
 	n := 0
-	for _, x := range h.holds {
-		n += len(x.alloc.Devices)
+	for _, x := range h.table.Shares() {
+		if x.Owner.Kind == cluster.HoldSpare {
+			n += len(x.Alloc.Devices)
+		}
 	}
 	return n
 }
@@ -195,8 +209,8 @@ func (h *Holds) HeldGPUs() int {
 // inside it are taken out. Such a job may use the spares (ReleaseAll),
 // since holding them would starve it for good; while it runs its domain
 // simply has no free spare.
-func (h *Holds) Crowds(view *cluster.State, lv, gpus int) bool {
-	if h == nil || len(h.holds) == 0 || gpus <= 0 || lv < 0 {
+func (h *Spares) Crowds(view *cluster.State, lv, gpus int) bool {
+	if h == nil || !h.holding() || gpus <= 0 || lv < 0 {
 		return false
 	}
 	fitsSomewhere := false
@@ -220,19 +234,31 @@ func (h *Holds) Crowds(view *cluster.State, lv, gpus int) bool {
 	return fitsSomewhere
 }
 
+// LetIn gives every held spare back for a job of gpus whole GPUs, required
+// inside one domain of level lv, that could never fit beside them
+// (Crowds); HoldAgain takes them again, from what it left.
+func (h *Spares) LetIn(view *cluster.State, lv, gpus int) {
+	if h != nil && h.Crowds(view, lv, gpus) {
+		h.letIn = h.ReleaseAll(view)
+	}
+}
+
+// HoldAgain holds the spares LetIn gave back again.
+func (h *Spares) HoldAgain(view *cluster.State) {
+	if h == nil || h.letIn == nil {
+		return
+	}
+	h.Rehold(view, h.letIn)
+	h.letIn = nil
+}
+
 // ReleaseAll gives every held spare back to the view and returns the
 // spares to hold again afterwards (Rehold).
-func (h *Holds) ReleaseAll(view *cluster.State) []SpareKey {
+func (h *Spares) ReleaseAll(view *cluster.State) []SpareKey {
 	if h == nil {
 		return nil
 	}
-	released := map[SpareKey]int{}
-	for _, x := range h.holds {
-		view.Release(x.node, x.alloc)
-		released[x.key]++
-	}
-	h.holds = h.holds[:0]
-	return sortedKeys(released)
+	return h.release(func(cluster.Hold) bool { return true })
 }
 
 // ParseSpares reads a spare list; see cycle.ParseSpares.

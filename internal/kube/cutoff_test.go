@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -106,61 +104,5 @@ func TestCutOffGangJoinsItsPeers(t *testing.T) {
 	}
 	if got := place(true); got != "a-2" {
 		t.Errorf("cut-off gang's missing member placed on %s, want a-2 beside its peers in rack a", got)
-	}
-}
-
-// TestCutOffGangWithoutRoomIsRolledBack: when the rack of a cut-off gang
-// has no room left for its missing member, the bound pods are evicted
-// through the Eviction API once cutOffPatience has passed, not before.
-func TestCutOffGangWithoutRoomIsRolledBack(t *testing.T) {
-	member := func(name string) *podB {
-		return pod(name).gpus(8).ann(v1alpha1.AnnotationGang, "g")
-	}
-	objs := []runtime.Object{
-		rackNode("a-0", "a", 8), rackNode("a-1", "a", 8), rackNode("b-0", "b", 8),
-		member("g-0").boundTo("a-0").obj(), member("g-1").boundTo("a-1").obj(), member("g-2").obj(),
-	}
-	for _, tc := range []struct {
-		name    string
-		waited  time.Duration
-		evicted int
-	}{{"within its patience", cutOffPatience / 2, 0}, {"past its patience", cutOffPatience + time.Second, 2}} {
-		t.Run(tc.name, func(t *testing.T) {
-			now := time.Unix(2000, 0)
-			c := cacheWith(t, objs...)
-			var pods []runtime.Object
-			for _, o := range objs {
-				if p, ok := o.(*corev1.Pod); ok {
-					pods = append(pods, p)
-				}
-			}
-			client := fake.NewClientset(pods...)
-			s := &Scheduler{cache: c, engine: engine.New(engine.Config{Policy: engine.Corral}), log: slog.New(slog.DiscardHandler),
-				binder:   &binder{client: client, cache: c, now: func() time.Time { return now }, metrics: newBindMetrics()},
-				reporter: &reporter{now: func() time.Time { return now }},
-				cutoffs:  map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}, since: now.Add(-tc.waited), err: "x"}}}
-			w, err := c.buildWorld(now)
-			must(t, err)
-			s.pinCutOffs(w)
-			plan := s.engine.Cycle(w.snap)
-			if len(plan.Binds) != 0 {
-				t.Fatalf("the missing member was placed outside its rack: %+v", plan.Binds)
-			}
-			if n := s.finishCutOffs(context.Background(), w, plan, now); n != tc.evicted {
-				t.Errorf("evicted %d, want %d", n, tc.evicted)
-			}
-			evictions := 0
-			for _, a := range client.Actions() {
-				if a.GetVerb() == "create" && a.GetSubresource() == "eviction" {
-					evictions++
-				}
-			}
-			if evictions != tc.evicted {
-				t.Errorf("%d Eviction API calls, want %d", evictions, tc.evicted)
-			}
-			if _, kept := s.cutoffs["gang/ns/g"]; kept == (tc.evicted > 0) {
-				t.Errorf("cut-off record kept=%v after evicting %d", kept, tc.evicted)
-			}
-		})
 	}
 }

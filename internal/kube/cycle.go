@@ -63,6 +63,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	held := s.holdPreemptors(w, start)
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+	for _, wn := range plan.Warnings {
+		s.log.Debug("plan", "job", wn.Job, "warning", wn.Message)
+	}
 	if err := s.fenced(); err != nil {
 		return res, err
 	}
@@ -158,7 +161,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		}(gb)
 	}
 	wg.Wait()
-	res.PodsEvicted += s.finishCutOffs(ctx, w, plan, start)
+	s.forgetCutOffs(w) // cutoff.go
 	for job, victims := range held {
 		kj := w.byID[job]
 		if kj == nil {
@@ -173,35 +176,20 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		if kj == nil {
 			continue
 		}
+		// A gang below its minimum whose rest cannot join it is rolled
+		// back by the engine (a CauseRollback eviction, carried out above).
 		reason, msg := pendingCondition(p.Reason)
-		if p.Reason.Verdict == placement.NeverFits {
-			// Part of this gang is bound (a binding failed part-way, or the
-			// cluster shrank) and the rest can never join it: the bound pods
-			// hold GPUs for nothing, so the gang is rolled back whole.
-			if len(kj.bound) > 0 && len(kj.bound) < kj.job.GangMin() {
-				n, err := s.binder.evictGang(ctx, kj)
-				if err != nil {
-					s.log.Warn("rolling back a gang", "job", kj.key, "err", err)
-				}
-				if n > 0 {
-					s.log.Info("rolled back a gang that can no longer reach its minimum", "job", kj.key, "evicted", n)
-					for _, ref := range kj.refs {
-						if _, ok := kj.bound[ref]; ok {
-							s.reporter.event(kj.pods[ref], corev1.EventTypeWarning, "GangRolledBack", "Evict",
-								"evicted: the rest of the gang can never fit (%s)", p.Reason.Message)
-						}
-					}
-				}
-			}
-		}
 		if err := s.reporter.pending(ctx, kj, reason, msg); err != nil {
 			s.log.Warn("reporting", "err", err)
 		}
 	}
 	// Upstream PodGroups learn their state too.
-	pendingReason := map[workload.JobID]string{}
+	pendingReason := map[workload.JobID]engine.Reason{}
 	for _, p := range plan.Pending {
-		pendingReason[p.Job] = p.Reason.Message
+		pendingReason[p.Job] = p.Reason
+		if p.Reason.Verdict == placement.Refused {
+			res.RefusedJobs++
+		}
 	}
 	boundNow := map[workload.JobID]int{}
 	for _, gb := range binds {
@@ -213,12 +201,13 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		}
 		ns := kj.job.Namespace
 		scheduled := len(kj.bound)+boundNow[kj.job.ID] >= kj.job.GangMin() && kj.invalid == "" && kj.waiting == ""
-		msg, reason := pendingReason[kj.job.ID], ReasonUnschedulable
+		why := pendingReason[kj.job.ID]
+		msg, reason := why.Message, ReasonUnschedulable
 		switch {
 		case kj.invalid != "":
 			msg, reason = kj.invalid, ReasonInvalid
-		case kj.refused != nil && !scheduled:
-			msg, reason = kj.refused.message, kj.refused.reason
+		case why.Verdict == placement.Refused && !scheduled:
+			reason, msg = pendingCondition(why)
 		case kj.waiting != "":
 			msg, reason = kj.waiting, ReasonGangIncomplete
 		}
@@ -253,12 +242,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			if err := s.reporter.pending(ctx, kj, ReasonGangIncomplete, kj.waiting); err != nil {
 				s.log.Warn("reporting", "err", err)
 			}
-		case kj.refused != nil:
-			// Never bound: the job is not in the snapshot.
-			res.RefusedJobs++
-			if err := s.reporter.pending(ctx, kj, kj.refused.reason, kj.refused.message); err != nil {
-				s.log.Warn("reporting", "err", err)
-			}
 		}
 	}
 	s.reporter.forget(waiting)
@@ -268,7 +251,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	if err := s.reporter.queueStatus(ctx, s.cache, statuses); err != nil {
 		s.log.Warn("Queue status", "err", err)
 	}
-	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods + res.RefusedJobs + len(held)
+	res.PendingJobs = len(plan.Pending) + res.InvalidJobs + res.WaitingForPods + len(held)
 	s.metrics.cycleSeconds.Observe(s.opts.Clock().Sub(start).Seconds())
 	s.metrics.pendingJobs.Set(float64(res.PendingJobs))
 	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
@@ -322,7 +305,8 @@ func onAny(gb engine.GangBind, nodes map[string]bool) bool {
 }
 
 // pendingCondition turns the engine's reason for a waiting job into the
-// PodScheduled=False reason and message. A job its queue refuses, or one
+// PodScheduled=False reason and message. A job its queue refuses (reason:
+// the queue's refusal, e.g. NamespaceDenied), or one
 // held by its queue's limit, is not Unschedulable: more nodes would not
 // help it, and autoscalers read that reason. A verdict this adapter does
 // not know is still shown, as Unschedulable with the engine's message.
@@ -333,6 +317,9 @@ func pendingCondition(r engine.Reason) (reason, message string) {
 	case placement.WaitQuota:
 		return ReasonQueueLimit, r.Message
 	case placement.Refused:
+		if r.Refusal != "" {
+			return r.Refusal, r.Message
+		}
 		return ReasonQueueRefused, r.Message
 	default:
 		return ReasonUnschedulable, r.Message

@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
+	"github.com/corral-dev/corral/internal/engine"
 )
 
 // fakeCluster is a Scheduler on the client-go fake clientset, its
@@ -66,7 +67,7 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 		t.Fatal(err)
 	}
 	s, err := New(fc.client, dyn, Options{
-		Logger: slog.New(slog.DiscardHandler), Clock: func() time.Time { return time.Unix(10_000, 0) }})
+		Logger: slog.New(slog.DiscardHandler), Clock: func() time.Time { return fakeNow }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +129,20 @@ func (fc *fakeCluster) podOf(t *testing.T, name string) *corev1.Pod {
 	return p
 }
 
+// fakeNow is the fake cluster's clock.
+var fakeNow = time.Unix(10_000, 0)
+
+// cutOffGang is a 3-member gang with two members bound at boundAt and the
+// third pending, on three 8-GPU nodes of which busy holds the last.
+func cutOffGang(boundAt time.Time) []runtime.Object {
+	return []runtime.Object{rackNode("a-0", "a", 8), rackNode("a-1", "a", 8), rackNode("b-0", "b", 8),
+		pod("busy").gpus(8).ann(v1alpha1.AnnotationPreemptible, "false").
+			ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3,gpu4,gpu5,gpu6,gpu7").boundTo("b-0").scheduledAt(boundAt).obj(),
+		gangMember("g-0", "g", 8).boundTo("a-0").scheduledAt(boundAt).obj(),
+		gangMember("g-1", "g", 8).boundTo("a-1").scheduledAt(boundAt).obj(),
+		gangMember("g-2", "g", 8).obj()}
+}
+
 func (b *podB) priority(v int32) *podB { b.p.Spec.Priority = &v; return b }
 
 func gangMember(name, gang string, gpus int64) *podB {
@@ -183,6 +198,25 @@ func TestCycleOnFakeClientset(t *testing.T) {
 				gangMember("hi-0", "hi", 8).priority(100).obj()},
 			want: want{evicts: []string{"low"}, condition: map[string]string{"hi-0": "waiting for 1 preempted pods to terminate"},
 				reason: ReasonUnschedulable},
+		},
+		// Cut off mid-bind: two of three members bound, the third finds
+		// no room (busy holds b-0). The engine rolls the gang back once it
+		// has run below its minimum for engine.CutOffGrace, read from the
+		// pods' binding times (restart-safe), through the Eviction API.
+		"a gang cut off mid-bind waits out the grace": {
+			objs: cutOffGang(fakeNow.Add(-engine.CutOffGrace / 2)),
+			want: want{condition: map[string]string{"g-2": "no room"}, reason: ReasonUnschedulable},
+		},
+		"a gang cut off mid-bind is rolled back after the grace": {
+			objs: cutOffGang(fakeNow.Add(-engine.CutOffGrace)),
+			want: want{evicts: []string{"g-0", "g-1"}},
+		},
+		"a partly bound gang whose rest can never fit is rolled back at once": {
+			objs: []runtime.Object{rackNode("a-0", "a", 8), rackNode("a-1", "a", 8),
+				gangMember("g-0", "g", 8).boundTo("a-0").scheduledAt(fakeNow).obj(),
+				gangMember("g-1", "g", 8).boundTo("a-1").scheduledAt(fakeNow).obj(),
+				gangMember("g-2", "g", 8).obj()},
+			want: want{evicts: []string{"g-0", "g-1"}},
 		},
 	}
 	for name, tc := range cases {

@@ -114,6 +114,8 @@ func evictionMessage(ev engine.Eviction) string {
 		b.WriteString("shrunk to its minimum")
 	case engine.CauseMaxRuntime:
 		b.WriteString("stopped at its max runtime")
+	case engine.CauseRollback:
+		b.WriteString("gang rolled back")
 	default:
 		b.WriteString("evicted (" + string(ev.Cause) + ")")
 	}

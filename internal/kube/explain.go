@@ -91,12 +91,13 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 			e.Suggestions = []string{kj.waitAdvice}
 		}
 		return e, nil
-	case kj.refused != nil:
-		e.State, e.Reason, e.Level = "refused", kj.refused.message, "queue"
-		e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get corralqueues)", v1alpha1.LabelQueue)}
-		return e, nil
 	}
 	plan := s.engine.Cycle(w.snap)
+	for _, wn := range plan.Warnings {
+		if wn.Job == kj.job.ID {
+			e.Warnings = append(e.Warnings, wn.Message)
+		}
+	}
 	for _, b := range plan.Binds {
 		if b.Job != kj.job.ID {
 			continue
@@ -116,8 +117,13 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 		}
 		e.Reason, e.Level = pe.Reason.Message, pe.Reason.Level
 		e.State = "pending"
-		if pe.Reason.Verdict == placement.NeverFits {
+		switch pe.Reason.Verdict {
+		case placement.NeverFits:
 			e.State = "never-fits"
+		case placement.Refused:
+			e.State = "refused"
+			e.Suggestions = []string{fmt.Sprintf("label the pods with %s naming a leaf queue their namespace may use (kubectl get corralqueues)", v1alpha1.LabelQueue)}
+			return e, nil
 		}
 		e.Suggestions = suggest(w.state, kj, pe.Reason)
 	}

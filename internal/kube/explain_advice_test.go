@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,16 +96,23 @@ func TestSuggestChecksTheCluster(t *testing.T) {
 	}
 }
 
-// TestPreferredLevelUnknown: a misspelt preferred level is a warning, the
-// job is still placed (no never-fits).
+// TestPreferredLevelUnknown: a misspelt preferred level is the engine's
+// warning, the job is still placed (no never-fits), as in `corral sim`.
 func TestPreferredLevelUnknown(t *testing.T) {
-	kj := buildJobs([]*corev1.Pod{pod("a").gpus(1).ann(v1alpha1.AnnotationPreferredTopology, "rak").obj()}, nil,
-		fakeGroups{}, map[string]string{"rack": "corral.dev/rack"}, testCfg)[0]
-	if kj.job.Topology.Preferred != "" || kj.invalid != "" || kj.waiting != "" {
-		t.Errorf("preferred %q invalid %q waiting %q: want the preference dropped, the job placeable", kj.job.Topology.Preferred, kj.invalid, kj.waiting)
+	fc := newFakeCluster(t, rackNode("n1", "a", 8), pod("a").gpus(1).ann(v1alpha1.AnnotationPreferredTopology, "rak").obj())
+	e, err := fc.s.Explain(context.Background(), "ns", "a")
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := []string{`preferred level "rak" is not a level of the cluster's Topology (levels: rack); ignored`}
-	if diff := cmp.Diff(want, kj.warnings); diff != "" {
+	want := []string{`preferred level "rak" is not a level of the cluster (levels: cluster, rack, host); ignored`}
+	if e.State != "would-bind" {
+		t.Errorf("state %s (%s), want would-bind", e.State, e.Reason)
+	}
+	if diff := cmp.Diff(want, e.Warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	fc.cycle(t)
+	if got := fc.podOf(t, "a").Spec.NodeName; got != "n1" {
+		t.Errorf("bound to %q, want n1", got)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -307,28 +306,20 @@ func (s *Scheduler) reportRepair(f cycle.Failure, job string) (*corev1.Node, boo
 	return n, ok
 }
 
-// replacementPin is the lowest domain above the hosts that holds every
-// bound pod of a job with pods gone from a failure; false when they share
-// nothing below the cluster or none is bound.
+// replacementPin is the engine's replacement domain for a job with pods
+// gone from a failure: the lowest domain above the hosts that holds every
+// bound pod; false when they share nothing below the cluster or none is
+// bound.
 func replacementPin(w *world, kj *kjob) (engine.Pin, bool) {
-	st := w.state
 	var nodes []int
 	for _, ref := range kj.refs {
 		if node, ok := kj.bound[ref]; ok {
-			if n, ok := st.NodeIndex(node); ok {
+			if n, ok := w.state.NodeIndex(node); ok {
 				nodes = append(nodes, n)
 			}
 		}
 	}
-	near := st.HostLevel() - 1
-	if len(nodes) == 0 || near <= 0 {
-		return engine.Pin{}, false
-	}
-	d := st.Domain(health.LowestCommon(st, nodes, near))
-	if d.Level == 0 {
-		return engine.Pin{}, false
-	}
-	return engine.Pin{Level: st.Levels()[d.Level], Domain: d.Name}, true
+	return engine.ReplacementPin(w.state, nodes)
 }
 
 // nodeFailure reports a node that failed as a whole: not Ready, or its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -101,7 +102,7 @@ func TestHoldLater(t *testing.T) {
 	w := &world{byID: map[workload.JobID]*kjob{kj.job.ID: kj}}
 	var pods []engine.PodBind
 	kj.job.EachPod(func(ref workload.PodRef, _ workload.Request) {
-		pods = append(pods, engine.PodBind{Pod: ref, Node: "n" + itoa(ref.Index+ref.PodSet), Devices: []string{"gpu0"}})
+		pods = append(pods, engine.PodBind{Placed: cluster.Placed{Pod: ref}, Node: "n" + itoa(ref.Index+ref.PodSet), Devices: []string{"gpu0"}})
 	})
 	now := time.Unix(1000, 0)
 	got := w.holdLater([]engine.GangBind{{Job: kj.job.ID, Pods: pods}}, now)

@@ -48,9 +48,6 @@ type kjob struct {
 	group   string // PodGroup name, when the gang came from one
 	invalid string // the job cannot be scheduled as written: why
 	waiting string // the job is not ready to be scheduled yet: why
-	// refused says why the job may not enter the queue it names (or has
-	// no queue); such a job is never placed.
-	refused *refusal
 	// capped says why the gang minimum is below the declared one (gangmin.go).
 	capped string
 	// laterFrom is the first pod set of members the controller has not
@@ -257,15 +254,8 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		j.Topology.Preferred = v
 	}
 	problems = append(problems, coLocate(j, members, groups.eligibility(), levels)...) // affinity.go
-	if pref := j.Topology.Preferred; pref != "" {
-		if _, ok := levels[pref]; !ok {
-			// A preference is not a constraint: one the Topology does not
-			// define is dropped with a warning, the job is placed anyway.
-			j.Topology.Preferred = ""
-			kj.warnings = append(kj.warnings, fmt.Sprintf("preferred level %q is not a level of the cluster's Topology (levels: %s); ignored",
-				pref, strings.Join(sortedKeys(levels), ", ")))
-		}
-	}
+	// A preferred level the Topology lacks is the engine's to ignore, with
+	// a warning (Plan.Warnings), as in `corral sim`.
 	for _, d := range []struct {
 		key string
 		dst *time.Duration

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/version"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -170,7 +171,9 @@ func pendingReasons(w *world, plan engine.Plan, held map[workload.JobID][]string
 	counts := map[key]int{}
 	for _, p := range plan.Pending {
 		q := ""
-		if kj := w.byID[p.Job]; kj != nil && kj.job != nil {
+		if kj := w.byID[p.Job]; kj != nil && kj.job != nil && p.Reason.Verdict != placement.Refused {
+			// A refused job's queue may not exist: no label for it, so
+			// that typos do not mint series.
 			q = kj.job.Queue
 		}
 		counts[key{q, p.Reason.Verdict.String()}]++
@@ -186,10 +189,6 @@ func pendingReasons(w *world, plan engine.Plan, held map[workload.JobID][]string
 			counts[key{kj.job.Queue, pendingInvalid}]++
 		case kj.waiting != "":
 			counts[key{kj.job.Queue, pendingGangIncomplete}]++
-		case kj.refused != nil:
-			// The queue it names may not exist: no label for it, so that
-			// typos do not mint series.
-			counts[key{"", "Refused"}]++
 		}
 	}
 	keys := make([]key, 0, len(counts))

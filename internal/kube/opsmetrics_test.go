@@ -131,9 +131,10 @@ func TestPendingReasons(t *testing.T) {
 		pod("early").gpus(1).queue("q").obj(), pod("typo").gpus(1).queue("nope").obj())
 	w.byID["pod/ns/bad"].invalid = "pod bad: bad annotation"
 	w.byID["pod/ns/early"].waiting = "gang waits for its pods: 1 of 2 pods exist"
-	w.byID["pod/ns/typo"].refused = &refusal{reason: "QueueNotFound", message: "no queue nope"}
+	refused := engine.Plan{Pending: []engine.Pending{{Job: "pod/ns/typo",
+		Reason: engine.Reason{Verdict: placement.Refused, Refusal: "UnknownQueue", Message: `queue "nope" does not exist`}}}}
 	held := map[workload.JobID][]string{"pod/ns/held": {"victim"}}
-	got := pendingReasons(w, engine.Plan{}, held)
+	got := pendingReasons(w, refused, held)
 	want := []pendingCount{{"", "Refused", 1}, {"q", pendingGangIncomplete, 1}, {"q", pendingInvalid, 1}, {"q", pendingPreempting, 1}}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(pendingCount{})); diff != "" {
 		t.Errorf("pendingReasons (-want +got):\n%s", diff)

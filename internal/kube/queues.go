@@ -11,7 +11,6 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cycle"
-	"github.com/corral-dev/corral/internal/queue"
 )
 
 // anyGPU is the queue resource a Queue's GPU resource (nvidia.com/gpu)
@@ -24,18 +23,14 @@ const anyGPU cycle.Resource = "gpu"
 var maxQueueAmount = resource.MustParse("1e12")
 
 // queueSet is what the adapter reads from the Queue objects in one cycle.
+// It only converts them: the engine builds the tree, admits jobs into it
+// (a job's queue label, else its namespace's default, defaultForNamespaces
+// included) and reports each queue's problems, once, for both drivers.
 type queueSet struct {
-	// specs go into Snapshot.Queues: every queue that could be converted
-	// and is not below one that could not.
+	// specs go into Snapshot.Queues: every Queue object, those the adapter
+	// could not convert with their Problem (the engine leaves them, and the
+	// queues below them, out with that reason).
 	specs []cycle.QueueSpec
-	// tree is queue.Build over specs, for admission and problems.
-	tree *queue.Tree
-	// problems maps a queue to why it is left out (conversion first, then
-	// the tree's rules), one line per problem.
-	problems map[string][]string
-	// defaults maps a namespace to the queues naming it in
-	// defaultForNamespaces, sorted.
-	defaults map[string][]string
 	// names lists every Queue object, sorted.
 	names []string
 }
@@ -44,10 +39,8 @@ type queueSet struct {
 // Queue, every pod must get into one.
 func (qs *queueSet) enabled() bool { return qs != nil && len(qs.names) > 0 }
 
-// newQueueSet converts Queue objects into the engine's specs, builds the
-// tree and collects every problem by queue. It never fails: a value it
-// cannot convert leaves that queue (and the queues below it) out, with the
-// reason, and the rest of the tree works.
+// newQueueSet converts Queue objects into the engine's specs. It never
+// fails: a value it cannot convert becomes the spec's Problem.
 //
 // unreadable maps a Queue the informer holds but which does not decode (a
 // malformed quantity) to the decoding error; objs holds its name and parent.
@@ -55,55 +48,19 @@ func (qs *queueSet) enabled() bool { return qs != nil && len(qs.names) > 0 }
 // models lists the cluster's GPU models: the scheduler's GPU resource
 // (nvidia.com/gpu) in a Queue means GPUs of the cluster's one model.
 func newQueueSet(objs []*v1alpha1.Queue, unreadable map[string]string, gpuResource string, models []string) *queueSet {
-	qs := &queueSet{problems: map[string][]string{}, defaults: map[string][]string{}}
+	qs := &queueSet{}
 	sort.Slice(objs, func(i, j int) bool { return objs[i].Name < objs[j].Name })
-	parent := map[string]string{}
-	var all []cycle.QueueSpec
 	for _, o := range objs {
 		qs.names = append(qs.names, o.Name)
 		s, probs := queueSpec(o, gpuResource, models)
-		parent[o.Name] = s.Parent
 		if why, bad := unreadable[o.Name]; bad {
 			probs = append([]string{why}, probs...)
 		}
-		if len(probs) > 0 {
-			qs.problems[o.Name] = probs
-			continue
-		}
-		all = append(all, s)
-		for _, ns := range o.Spec.DefaultForNamespaces {
-			qs.defaults[ns] = append(qs.defaults[ns], o.Name)
-		}
-	}
-	// A queue below one that could not be converted is left out too, as
-	// queue.Build does below an invalid queue: its place in the tree is
-	// unknown.
-	for _, s := range all {
-		if bad := badAncestor(s.Name, parent, qs.problems); bad != "" {
-			qs.problems[s.Name] = append(qs.problems[s.Name], fmt.Sprintf("left out with its ancestor %q, which is invalid", bad))
-			continue
-		}
+		s.DefaultFor = append([]string(nil), o.Spec.DefaultForNamespaces...)
+		s.Problem = strings.Join(probs, "; ")
 		qs.specs = append(qs.specs, s)
 	}
-	tree, probs := queue.Build(qs.specs)
-	qs.tree = tree
-	for _, p := range probs {
-		qs.problems[p.Queue] = append(qs.problems[p.Queue], p.Reason)
-	}
 	return qs
-}
-
-// badAncestor returns the nearest ancestor of name that has a conversion
-// problem ("" if none). It stops at a cycle: queue.Build reports those.
-func badAncestor(name string, parent map[string]string, problems map[string][]string) string {
-	seen := map[string]bool{name: true}
-	for p := parent[name]; p != "" && p != cycle.RootQueue && !seen[p]; p = parent[p] {
-		if _, bad := problems[p]; bad {
-			return p
-		}
-		seen[p] = true
-	}
-	return ""
 }
 
 // queueSpec converts one Queue. Values the API server's validation should
@@ -269,12 +226,25 @@ func queueResource(name, gpuResource string, models []string) (cycle.Resource, u
 }
 
 // resourceList renders engine amounts for a Queue's status, with the names
-// and units users write in spec.resources. Zero amounts are left out.
+// and units users write in spec.resources. Zero amounts are left out. The
+// GPU resource (nvidia.com/gpu) is the total over every model: the engine
+// charges GPUs per model (gpu/H100), which stay listed, but kubectl's
+// printer columns and `corral queues` read the total, and a queue written
+// with nvidia.com/gpu on a one-model cluster is charged as gpu/<model>.
 func resourceList(a cycle.Amounts, gpuResource string) corev1.ResourceList {
 	if len(a) == 0 {
 		return nil
 	}
 	out := corev1.ResourceList{}
+	var gpuTotal int64
+	for r, v := range a {
+		if r == anyGPU || strings.HasPrefix(string(r), "gpu/") {
+			gpuTotal += v
+		}
+	}
+	if gpuTotal != 0 {
+		out[corev1.ResourceName(gpuResource)] = unitMilli.quantity(gpuTotal)
+	}
 	for _, r := range a.Resources() {
 		v := a[r]
 		if v == 0 {
@@ -287,7 +257,7 @@ func resourceList(a cycle.Amounts, gpuResource string) corev1.ResourceList {
 		case r == cycle.Memory:
 			u = unitMiB
 		case r == anyGPU:
-			name, u = gpuResource, unitMilli
+			continue // in the total above
 		case strings.HasPrefix(string(r), "gpu/"):
 			u = unitMilli
 		}
@@ -297,57 +267,4 @@ func resourceList(a cycle.Amounts, gpuResource string) corev1.ResourceList {
 		return nil
 	}
 	return out
-}
-
-// refusal is why a pod may not enter a queue: the condition reason (the
-// queue package's Refusal) and the message.
-type refusal struct {
-	reason, message string
-}
-
-// resolve finds the queue of a pod in namespace ns whose queue label is
-// label ("" when absent), or why it may not have one. With no Queue
-// objects, queues are off: every pod goes to the implicit one.
-func (qs *queueSet) resolve(label, ns string) (string, *refusal) {
-	if !qs.enabled() {
-		if label == "" {
-			return "default", nil
-		}
-		return label, nil
-	}
-	name := label
-	if name == "" {
-		switch d := qs.defaults[ns]; {
-		case len(d) == 1:
-			name = d[0]
-		case len(d) > 1:
-			return "", &refusal{queue.NoDefault.String(), fmt.Sprintf(
-				"namespace %q has no default queue: queues %s all list it in defaultForNamespaces; label the pod with %s",
-				ns, strings.Join(d, ", "), v1alpha1.LabelQueue)}
-		default:
-			q, err := qs.tree.DefaultQueue(ns)
-			if err != nil {
-				return "", admitRefusal(err)
-			}
-			return q, nil
-		}
-	}
-	if err := qs.tree.Admit(name, ns); err != nil {
-		// Admit only knows the tree: a queue left out for a conversion
-		// problem looks unknown to it.
-		if ae, ok := err.(*queue.AdmitError); ok && ae.Refusal == queue.UnknownQueue {
-			if probs, bad := qs.problems[name]; bad {
-				ae.Refusal, ae.Detail = queue.InvalidQueue, probs[0]
-			}
-		}
-		return "", admitRefusal(err)
-	}
-	return name, nil
-}
-
-func admitRefusal(err error) *refusal {
-	if ae, ok := err.(*queue.AdmitError); ok {
-		return &refusal{ae.Refusal.String(), ae.Error()}
-	}
-	return &refusal{queue.UnknownQueue.String(), err.Error()}
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -155,6 +157,48 @@ func TestQueueSpec(t *testing.T) {
 	}
 }
 
+// enginePlan runs one engine cycle over the queues of qs on a one-node
+// cluster, with one job of one 1-CPU pod per entry of jobs (its queue
+// label and namespace), as the adapter hands them over (world.admit).
+func enginePlan(t testing.TB, qs *queueSet, jobs ...[2]string) engine.Plan {
+	t.Helper()
+	st, err := cluster.New(cluster.Topology{}, []cluster.Node{gpuNode("n1", 8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &engine.Snapshot{State: st, Queues: qs.specs, Now: time.Unix(1000, 0)}
+	for i, lj := range jobs {
+		j := &workload.Job{ID: workload.JobID(fmt.Sprint("job-", i)), Namespace: lj[1], Queue: lj[0],
+			PodSets: []workload.PodSet{{Name: "p", Count: 1, Request: workload.Request{CPUMilli: 1000, MemMiB: 1}}}}
+		if j.Queue == "" && !qs.enabled() {
+			j.Queue = "default"
+		}
+		snap.Pending = append(snap.Pending, engine.PendingJob{Job: j})
+	}
+	return engine.New(engine.Config{Policy: engine.Corral}).Cycle(snap)
+}
+
+// admitted is where the engine put the one job of enginePlan: the leaf
+// queue charged with its CPU, or its refusal.
+func admitted(t testing.TB, qs *queueSet, label, ns string) (queue, refusal, msg string) {
+	t.Helper()
+	plan := enginePlan(t, qs, [2]string{label, ns})
+	for _, p := range plan.Pending {
+		if p.Reason.Verdict == placement.Refused {
+			return "", p.Reason.Refusal, p.Reason.Message
+		}
+		t.Fatalf("job pending, not refused: %+v", p.Reason)
+	}
+	for _, q := range plan.Queues {
+		if q.Leaf && q.Allocated[cycle.CPU] > 0 {
+			return q.Name, "", ""
+		}
+	}
+	return "", "", "" // queues off: no queue charged
+}
+
+// TestQueueSetProblems: the adapter's conversion problems and the tree's
+// own both reach the Queue's status through the engine, once each.
 func TestQueueSetProblems(t *testing.T) {
 	objs := []*v1alpha1.Queue{
 		queueObj("org").res("gpu/H100", "8", "", "").obj(),
@@ -164,32 +208,37 @@ func TestQueueSetProblems(t *testing.T) {
 		queueObj("under-broken").parent("broken").obj(),
 		queueObj("orphan").parent("nope").obj(),
 		queueObj("ok").obj(),
+		queueObj("fine").obj(),
 	}
 	qs := newQueueSet(objs, map[string]string{"ok": "the spec does not decode: bad"}, "nvidia.com/gpu", nil)
-	want := map[string][]string{
-		"broken":       {`resource "cpu" guaranteed -1: must not be negative`},
-		"under-broken": {`left out with its ancestor "broken", which is invalid`},
-		"ok":           {"the spec does not decode: bad"},
-		"org":          {"children's guarantees of gpu/H100 add up to 12000 (team-a=6000, team-b=6000), above its own guarantee 8000"},
-		"orphan":       {`unknown parent "nope"`},
-		"team-a":       {`left out with its ancestor "org", which is invalid`},
-		"team-b":       {`left out with its ancestor "org", which is invalid`},
+	want := map[string]string{
+		"broken":       `resource "cpu" guaranteed -1: must not be negative`,
+		"under-broken": `left out with its ancestor "broken", which is invalid`,
+		"ok":           "the spec does not decode: bad",
+		"org":          "children's guarantees of gpu/H100 add up to 12000 (team-a=6000, team-b=6000), above its own guarantee 8000",
+		"orphan":       `unknown parent "nope"`,
+		"team-a":       `left out with its ancestor "org", which is invalid`,
+		"team-b":       `left out with its ancestor "org", which is invalid`,
+		"fine":         "",
 	}
-	if diff := cmp.Diff(want, qs.problems); diff != "" {
+	got := map[string]string{}
+	for name, st := range queueStatuses(qs, enginePlan(t, qs).Queues, "nvidia.com/gpu") {
+		c := st.Conditions[0]
+		if c.Status == metav1.ConditionTrue {
+			got[name] = ""
+			continue
+		}
+		got[name] = c.Message
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
-	}
-	var names []string
-	for _, s := range qs.specs {
-		names = append(names, s.Name)
-	}
-	// Left-out queues still reach the engine when only the tree's rules
-	// fail: the engine reports them itself.
-	if diff := cmp.Diff([]string{"org", "orphan", "team-a", "team-b"}, names); diff != "" {
-		t.Errorf("specs for the engine (-want +got):\n%s", diff)
 	}
 }
 
-func TestQueueResolve(t *testing.T) {
+// TestQueueAdmission: the engine admits the adapter's jobs into their
+// queues, with defaultForNamespaces, and names the refusal the pod's
+// condition shows.
+func TestQueueAdmission(t *testing.T) {
 	qs := newQueueSet([]*v1alpha1.Queue{
 		queueObj("org").obj(),
 		queueObj("team-a").parent("org").namespaces("ns-a", "ns-shared").defaultFor("ns-a").obj(),
@@ -215,36 +264,35 @@ func TestQueueResolve(t *testing.T) {
 		"inner queue":            {"org", "ns-a", want{reason: "NotLeaf", msg: `queue "org" is not a leaf queue; submit to one of its leaves (team-a, team-b)`}},
 		"invalid queue":          {"bad", "ns-a", want{reason: "InvalidQueue", msg: `queue "bad" is invalid: resource "cpu" guaranteed -1: must not be negative`}},
 		"two defaults": {"", "ns-both", want{reason: "NoDefault",
-			msg: `namespace "ns-both" has no default queue: queues team-b, team-c all list it in defaultForNamespaces; label the pod with corral.dev/queue`}},
+			msg: `namespace "ns-both" has no default queue: queues team-b, team-c all list it in defaultForNamespaces; the job must name its queue`}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			q, ref := qs.resolve(tc.label, tc.ns)
-			got := want{queue: q}
-			if ref != nil {
-				got.reason, got.msg = ref.reason, ref.message
-			}
+			var got want
+			got.queue, got.reason, got.msg = admitted(t, qs, tc.label, tc.ns)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("resolve(%q, %q) (-want +got):\n%s", tc.label, tc.ns, diff)
+				t.Errorf("admit(%q, %q) (-want +got):\n%s", tc.label, tc.ns, diff)
 			}
 		})
 	}
 
 	// Without a default queue at all, the message says so.
 	qs = newQueueSet([]*v1alpha1.Queue{queueObj("team-a").obj()}, nil, "nvidia.com/gpu", nil)
-	if _, ref := qs.resolve("", "ns"); ref == nil || ref.reason != "NoDefault" {
-		t.Errorf("no default queue: refusal %+v", ref)
+	if _, reason, _ := admitted(t, qs, "", "ns"); reason != "NoDefault" {
+		t.Errorf("no default queue: refusal %q", reason)
 	}
-	// Without Queue objects, queues are off.
+	// Without Queue objects, queues are off: nothing is refused.
 	qs = newQueueSet(nil, nil, "nvidia.com/gpu", nil)
-	if q, ref := qs.resolve("anything", "ns"); q != "anything" || ref != nil {
-		t.Errorf("queues off: %q %+v", q, ref)
+	if plan := enginePlan(t, qs, [2]string{"anything", "ns"}); len(plan.Binds) != 1 {
+		t.Errorf("queues off: %+v", plan.Pending)
 	}
 }
 
 func TestResourceListRoundTrip(t *testing.T) {
 	got := resourceList(cycle.Amounts{"gpu/H100": 2500, "gpu": 1000, "cpu": 1500, "memory": 2048, "example.com/fpga": 3, "zero": 0}, "nvidia.com/gpu")
-	want := map[corev1.ResourceName]string{"gpu/H100": "2500m", "nvidia.com/gpu": "1", "cpu": "1500m", "memory": "2Gi", "example.com/fpga": "3"}
+	// nvidia.com/gpu is every model's GPUs: the one model's 2.5 and the 1
+	// of any model.
+	want := map[corev1.ResourceName]string{"gpu/H100": "2500m", "nvidia.com/gpu": "3500m", "cpu": "1500m", "memory": "2Gi", "example.com/fpga": "3"}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
 	}
@@ -264,13 +312,18 @@ func TestQueueStatuses(t *testing.T) {
 		queueObj("a").res("gpu/H100", "8", "", "").obj(),
 		queueObj("orphan").parent("nope").obj(),
 	}, nil, "nvidia.com/gpu", nil)
-	got := queueStatuses(qs, []engine.QueueStatus{{Name: "a", Allocated: cycle.Amounts{"gpu/H100": 4000}, FairShare: cycle.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu")
+	got := queueStatuses(qs, []engine.QueueStatus{{Name: "a", Leaf: true, Allocated: cycle.Amounts{"gpu/H100": 4000}, FairShare: cycle.Amounts{"gpu/H100": 8000}},
+		{Name: "orphan", Problem: `unknown parent "nope"`}}, "nvidia.com/gpu")
 	a := got["a"]
 	if c := a.Conditions[0]; c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.QueueReasonActive {
 		t.Errorf("a: condition %+v", c)
 	}
 	if q := a.Allocated["gpu/H100"]; q.Value() != 4 {
 		t.Errorf("a: allocated %v", a.Allocated)
+	}
+	// kubectl's GPU columns and corral queues read the total.
+	if q := a.Allocated["nvidia.com/gpu"]; q.Value() != 4 {
+		t.Errorf("a: allocated %v, want nvidia.com/gpu too", a.Allocated)
 	}
 	if q := a.FairShare["gpu/H100"]; q.Value() != 8 {
 		t.Errorf("a: fair share %v", a.FairShare)
@@ -353,22 +406,28 @@ func TestExampleQueues(t *testing.T) {
 		objs = append(objs, &q)
 	}
 	qs := newQueueSet(objs, nil, "nvidia.com/gpu", nil)
-	if len(qs.problems) > 0 || len(qs.specs) != 4 {
-		t.Fatalf("problems %v, %d specs", qs.problems, len(qs.specs))
+	for _, q := range enginePlan(t, qs).Queues {
+		if q.Problem != "" {
+			t.Errorf("queue %s: %s", q.Name, q.Problem)
+		}
 	}
-	if q, ref := qs.resolve("", "team-b"); q != "team-b" || ref != nil {
-		t.Errorf("team-b's default: %q %+v", q, ref)
+	if len(qs.specs) != 4 {
+		t.Fatalf("%d specs, want 4", len(qs.specs))
 	}
-	if _, ref := qs.resolve("team-a", "team-b"); ref == nil || ref.reason != "NamespaceDenied" {
-		t.Errorf("team-b submitting to team-a: %+v", ref)
+	if q, reason, _ := admitted(t, qs, "", "team-b"); q != "team-b" || reason != "" {
+		t.Errorf("team-b's default: %q %s", q, reason)
+	}
+	if _, reason, _ := admitted(t, qs, "team-a", "team-b"); reason != "NamespaceDenied" {
+		t.Errorf("team-b submitting to team-a: %s", reason)
 	}
 }
 
 func TestQueueMetrics(t *testing.T) {
 	m := newQueueMetrics()
 	qs := newQueueSet([]*v1alpha1.Queue{queueObj("a").obj(), queueObj("orphan").parent("nope").obj()}, nil, "nvidia.com/gpu", nil)
-	m.set(queueStatuses(qs, []engine.QueueStatus{{Name: "a",
-		Allocated: cycle.Amounts{"gpu/H100": 2500, "memory": 1024}, FairShare: cycle.Amounts{"gpu/H100": 8000}}}, "nvidia.com/gpu"))
+	m.set(queueStatuses(qs, []engine.QueueStatus{{Name: "a", Leaf: true,
+		Allocated: cycle.Amounts{"gpu/H100": 2500, "memory": 1024}, FairShare: cycle.Amounts{"gpu/H100": 8000}},
+		{Name: "orphan", Problem: `unknown parent "nope"`}}, "nvidia.com/gpu"))
 	for _, c := range []struct {
 		g    *prometheus.GaugeVec
 		lv   []string

@@ -18,8 +18,10 @@ import (
 )
 
 // queueStatuses is what each Queue's status should say after a cycle:
-// Accepted from the adapter's own validation (and the engine's Problem),
-// the figures from the plan.
+// Accepted from the engine's Problem (the adapter's conversion problems
+// reach it as the spec's Problem), the figures from the plan. A Queue the
+// plan does not list (the engine ran without queues) is shown accepted
+// with no figures.
 func queueStatuses(qs *queueSet, plan []engine.QueueStatus, gpuResource string) map[string]v1alpha1.QueueStatus {
 	byName := map[string]engine.QueueStatus{}
 	for _, s := range plan {
@@ -34,17 +36,13 @@ func queueStatuses(qs *queueSet, plan []engine.QueueStatus, gpuResource string) 
 			Pending:   resourceList(ps.Pending, gpuResource),
 			Borrowed:  resourceList(ps.Borrowed, gpuResource),
 		}
-		probs := qs.problems[name]
-		if len(probs) == 0 && ps.Problem != "" {
-			probs = []string{ps.Problem}
-		}
 		c := metav1.Condition{Type: v1alpha1.QueueConditionAccepted, Status: metav1.ConditionTrue,
 			Reason: v1alpha1.QueueReasonActive, Message: "the queue is in the scheduler's queue tree"}
-		if qs.tree.IsLeaf(name) {
+		if ps.Leaf {
 			c.Message += " and takes jobs"
 		}
-		if len(probs) > 0 {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.QueueReasonInvalid, strings.Join(probs, "; ")
+		if ps.Problem != "" {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, v1alpha1.QueueReasonInvalid, ps.Problem
 		}
 		st.Conditions = []metav1.Condition{c}
 		out[name] = st

@@ -11,24 +11,19 @@ import (
 	"github.com/corral-dev/corral/internal/engine"
 )
 
-// admit puts a job into its queue, or records why it may not enter one.
-// Only jobs with pods still waiting are refused: a running job whose queue
-// changed or vanished keeps running (nothing running is touched), and is
-// charged to the queue its label names.
+// admit names the job's queue: its first pod's queue label, "" for none.
+// The engine admits it (the namespace's default queue for none, refusals
+// as Pending with the Refused verdict); a running job whose queue changed
+// or vanished keeps running, charged to no queue. With no Queue object,
+// queues are off and every job is in the implicit "default".
 func (w *world) admit(kj *kjob) {
 	if len(kj.refs) == 0 {
 		return // no pod could be read yet: the job waits anyway
 	}
 	first := kj.pods[kj.refs[0]]
-	label := first.Labels[v1alpha1.LabelQueue]
-	name, ref := w.queues.resolve(label, first.Namespace)
-	switch {
-	case ref == nil:
-		kj.job.Queue = name
-	case kj.pending():
-		kj.refused = ref
-	case label != "":
-		kj.job.Queue = label
+	kj.job.Queue = first.Labels[v1alpha1.LabelQueue]
+	if kj.job.Queue == "" && !w.queues.enabled() {
+		kj.job.Queue = "default"
 	}
 }
 
@@ -54,7 +49,7 @@ func runningJob(kj *kjob, holds map[string]podHold, assumed map[string]assumedPo
 			// Its capacity stays taken in the state until it is gone.
 			continue
 		}
-		pb := engine.PodBind{Pod: ref, Node: node, NodeIndex: -1}
+		pb := engine.PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: -1}, Node: node}
 		if h, ok := holds[string(p.UID)]; ok {
 			pb.NodeIndex, pb.Alloc = h.node, h.alloc
 			n := s.Node(h.node)

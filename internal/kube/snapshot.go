@@ -218,7 +218,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 			w.warnings = append(w.warnings, warns...)
 			snap.Running = append(snap.Running, rj)
 		}
-		if !kj.pending() || kj.invalid != "" || kj.waiting != "" || kj.refused != nil {
+		if !kj.pending() || kj.invalid != "" || kj.waiting != "" {
 			continue
 		}
 		pj := engine.PendingJob{Job: kj.job}

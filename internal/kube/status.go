@@ -35,10 +35,9 @@ const (
 	// ReasonQueueLimit: the job fits the cluster, but its queue (or an
 	// ancestor) is at its limit.
 	ReasonQueueLimit = "QueueLimit"
-	// ReasonQueueRefused: the engine refused the job's queue. The adapter
-	// checks admission itself first and then writes the precise refusal
-	// (UnknownQueue, InvalidQueue, NotLeaf, NamespaceDenied, NoDefault:
-	// the queue package's Refusal names) instead.
+	// ReasonQueueRefused: the engine refused the job's queue and named no
+	// refusal. It normally names one (UnknownQueue, InvalidQueue, NotLeaf,
+	// NamespaceDenied, NoDefault), which is written instead.
 	ReasonQueueRefused = "QueueRefused"
 )
 

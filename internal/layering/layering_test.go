@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -30,16 +29,6 @@ var (
 	// model, never a policy directly.
 	drivers = set("internal/kube", "internal/sim", "cmd/corral", "test/integration", "test/integration/framework")
 )
-
-// driverExceptions are driver imports of policy packages that are still
-// there, each with the decision it stands for. They are to move into the
-// engine (issue 16, "drivers apply the Plan as given"); the test fails when
-// one disappears, so that the list only shrinks.
-var driverExceptions = map[string]string{
-	"internal/kube -> internal/queue":  "queue admission and namespace defaults are decided again in the adapter",
-	"internal/kube -> internal/health": "the adapter picks the replacement domain of a remediated rank",
-	"internal/sim -> internal/queue":   "the fairness metric builds the queue tree to compute fair shares",
-}
 
 type pkg struct {
 	path    string   // relative to the module
@@ -103,7 +92,6 @@ func touchSources(t *testing.T) {
 func TestLayers(t *testing.T) {
 	touchSources(t)
 	pkgs := listPackages(t)
-	seen := map[string]bool{}
 	for _, p := range pkgs {
 		pure := model[p.path] || contract[p.path] || policies[p.path] || engine[p.path]
 		if pure {
@@ -132,23 +120,9 @@ func TestLayers(t *testing.T) {
 			case engine[p.path] && drivers[imp]:
 				t.Errorf("%s: the engine must not import a driver", edge)
 			case drivers[p.path] && policies[imp]:
-				if _, ok := driverExceptions[edge]; ok {
-					seen[edge] = true
-					continue
-				}
 				t.Errorf("%s: drivers read the engine, the contract and the model, not a policy", edge)
 			}
 		}
-	}
-	var gone []string
-	for edge := range driverExceptions {
-		if !seen[edge] {
-			gone = append(gone, edge)
-		}
-	}
-	sort.Strings(gone)
-	for _, edge := range gone {
-		t.Errorf("driverExceptions lists %s, which no longer exists: delete it from the list", edge)
 	}
 }
 

@@ -183,9 +183,13 @@ type Point struct {
 type Series struct {
 	// AllocVsArrived: x = GPU-milli arrived / capacity (%), y = allocated (%).
 	AllocVsArrived []Point
-	// Utilization: x = hours since the first arrival, y = GPU-milli held by
-	// running jobs (%) from x until the next point.
+	// Utilization: x = hours since the first arrival, y = GPU-milli of
+	// running jobs doing useful work (%) from x until the next point.
 	Utilization []Point
+	// Allocated: the same axes, y = GPU-milli held at all (%): also by
+	// gangs still gathering their pods, hung jobs and rendezvous that never
+	// complete. The gap to Utilization is capacity held for nothing.
+	Allocated []Point
 	// Waits is each started job's queueing delay in seconds.
 	Waits []float64
 	// Pending: x = hours since the first arrival, y = jobs waiting to

@@ -16,7 +16,7 @@ func TestRestartCost(t *testing.T) {
 		for d := 0; d < gpus; d++ {
 			a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: workload.MilliPerGPU})
 		}
-		return cycle.PodBind{Pod: workload.PodRef{Job: "j", Index: i}, Alloc: a}
+		return cycle.PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: "j", Index: i}, Alloc: a}}
 	}
 	running := func(ckpt, overhead time.Duration, reported time.Time) cycle.RunningJob {
 		return cycle.RunningJob{

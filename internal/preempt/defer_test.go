@@ -19,7 +19,7 @@ func TestDeferToCheckpoint(t *testing.T) {
 		j := &workload.Job{ID: workload.JobID(id), CheckpointInterval: ckpt}
 		a := cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: workload.MilliPerGPU}, {Device: 1, Milli: workload.MilliPerGPU}}}
 		return cycle.RunningJob{Job: j, Start: t0, LastCheckpoint: reported,
-			Pods: []cycle.PodBind{{Pod: workload.PodRef{Job: j.ID}, Alloc: a}}}
+			Pods: []cycle.PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, Alloc: a}}}}
 	}
 	cases := map[string]struct {
 		running []cycle.RunningJob

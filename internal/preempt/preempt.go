@@ -2,12 +2,14 @@
 // fits: for preemption inside a queue, for reclaim across queues and for
 // consolidation (moving cheap jobs so that a whole domain frees up).
 //
-// It is engine code: no k8s.io, no I/O, no clock, deterministic. The caller
-// (internal/engine) decides which running jobs are eligible and what each
-// would cost to restart; this package searches for the set of victims that
-// loses the least work, and proves every set it returns by placing the gang
-// on a copy of the running view with the victims removed. It never returns
-// victims for a gang that would still not fit.
+// It is engine code: no k8s.io, no I/O, no clock, deterministic. Room is
+// one cycle's preemption: which running jobs are eligible (the rules, what
+// each would cost to restart, whether to wait for a checkpoint), reached
+// through the cycle's ledger (the Ledger interface declared here). Search
+// finds the set of victims that loses the least work, and proves every set
+// it returns by placing the gang on a copy of the running view with the
+// victims removed. It never returns victims for a gang that would still
+// not fit.
 package preempt
 
 import (

@@ -39,7 +39,7 @@ func randomScenario(rng *rand.Rand) scenario {
 			}
 			free -= g
 			id := workload.JobID(fmt.Sprintf("j%d-%d", n, dev))
-			u := Unit{Job: id, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: id}, Node: n, Alloc: a}},
+			u := Unit{Job: id, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: id}, NodeIndex: n, Alloc: a}},
 				Cost: float64(g) * float64(1+rng.IntN(60)) * 60, Start: t0.Add(time.Duration(rng.IntN(100)) * time.Minute), Needs: -1}
 			units = append(units, u)
 		}
@@ -63,7 +63,7 @@ func fitsWithout(sc scenario, victims []int) bool {
 	c := sc.state.Clone()
 	for _, u := range victims {
 		for _, p := range sc.units[u].Pods {
-			c.Release(p.Node, p.Alloc)
+			c.Release(p.NodeIndex, p.Alloc)
 		}
 	}
 	return placement.NewPlacer(c, placement.MostAllocated(), placement.Interconnect).PlaceGang(sc.gang).Failure == nil
@@ -153,8 +153,8 @@ func TestSearchNeverTakesPartOfAnElasticMinimum(t *testing.T) {
 	}
 	// One elastic job on both nodes: its extra pod (node 1) and its
 	// minimum (node 0), which needs the extra pod gone first.
-	extra := Unit{Job: "e", Pods: []cluster.Placed{{Pod: workload.PodRef{Job: "e", Index: 1}, Node: 1, Alloc: whole(1)}}, Cost: 100, Needs: -1}
-	minimum := Unit{Job: "e", Pods: []cluster.Placed{{Pod: workload.PodRef{Job: "e", Index: 0}, Node: 0, Alloc: whole(0)}}, Cost: 1, Needs: 0}
+	extra := Unit{Job: "e", Pods: []cluster.Placed{{Pod: workload.PodRef{Job: "e", Index: 1}, NodeIndex: 1, Alloc: whole(1)}}, Cost: 100, Needs: -1}
+	minimum := Unit{Job: "e", Pods: []cluster.Placed{{Pod: workload.PodRef{Job: "e", Index: 0}, NodeIndex: 0, Alloc: whole(0)}}, Cost: 1, Needs: 0}
 	pod, _ := placement.Resolve(s, workload.PodRef{Job: "w"}, workload.Request{GPUs: 8})
 	cases := map[string]struct {
 		pods int

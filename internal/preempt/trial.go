@@ -44,8 +44,8 @@ func newTrial(p *Problem, res *Result) *trial {
 			t.neededBy[n] = i
 		}
 		for _, pod := range p.Units[i].Pods {
-			if l := t.onNode[pod.Node]; len(l) == 0 || l[len(l)-1] != i {
-				t.onNode[pod.Node] = append(l, i)
+			if l := t.onNode[pod.NodeIndex]; len(l) == 0 || l[len(l)-1] != i {
+				t.onNode[pod.NodeIndex] = append(l, i)
 			}
 		}
 	}
@@ -69,10 +69,10 @@ func newTrial(p *Problem, res *Result) *trial {
 func (t *trial) healthy(pod cluster.Placed) cluster.Alloc {
 	a := pod.Alloc
 	for _, d := range a.Devices {
-		if !t.s.DeviceHealthy(pod.Node, d.Device) {
+		if !t.s.DeviceHealthy(pod.NodeIndex, d.Device) {
 			a.Devices = nil
 			for _, e := range pod.Alloc.Devices {
-				if t.s.DeviceHealthy(pod.Node, e.Device) {
+				if t.s.DeviceHealthy(pod.NodeIndex, e.Device) {
 					a.Devices = append(a.Devices, e)
 				}
 			}
@@ -91,7 +91,7 @@ func (t *trial) take(i int) {
 		t.take(n)
 	}
 	for _, pod := range t.p.Units[i].Pods {
-		t.s.Release(pod.Node, t.healthy(pod))
+		t.s.Release(pod.NodeIndex, t.healthy(pod))
 	}
 	t.taken[i] = true
 }
@@ -106,7 +106,7 @@ func (t *trial) put(i int) {
 	}
 	for _, pod := range t.p.Units[i].Pods {
 		// The pod held exactly this before it was released on this copy.
-		_ = t.s.Allocate(pod.Node, t.healthy(pod))
+		_ = t.s.Allocate(pod.NodeIndex, t.healthy(pod))
 	}
 	t.taken[i] = false
 }
@@ -270,13 +270,13 @@ func (t *trial) scope(d cluster.DomainID) *scope {
 		var f int64
 		touches := false
 		for _, pod := range t.p.Units[i].Pods {
-			if pod.Node < dom.Lo || pod.Node >= dom.Hi {
+			if pod.NodeIndex < dom.Lo || pod.NodeIndex >= dom.Hi {
 				continue
 			}
 			touches = true
 			if t.gpu {
 				for _, sh := range t.healthy(pod).Devices {
-					if t.mask.Has(t.s.DeviceModel(pod.Node, sh.Device)) {
+					if t.mask.Has(t.s.DeviceModel(pod.NodeIndex, sh.Device)) {
 						f += int64(sh.Milli)
 					}
 				}

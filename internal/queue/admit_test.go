@@ -61,3 +61,56 @@ func TestDefaultQueue(t *testing.T) {
 		t.Errorf("DefaultQueue without a default = %v, want %s", err, want)
 	}
 }
+
+// TestDefaultForNamespaces: the queue that lists a namespace in DefaultFor
+// takes its jobs that name none; two such queues make no default; a queue
+// its driver could not read refuses with the driver's reason, and so does
+// the tree below it.
+func TestDefaultForNamespaces(t *testing.T) {
+	tree, _ := Build(specs(
+		q("org"),
+		q("team-a").Parent("org").Namespaces("ns-a", "ns-shared").DefaultFor("ns-a"),
+		q("team-b").Parent("org").DefaultFor("ns-b", "ns-both"),
+		q("team-c").DefaultFor("ns-both"),
+		q("default"),
+		q("unread").Problem(`resource "cpu": does not decode`).DefaultFor("ns-unread"),
+		q("below-unread").Parent("unread"),
+	))
+	type got struct {
+		queue   string
+		refusal string
+		msg     string
+	}
+	cases := map[string]struct {
+		ns   string
+		want got
+	}{
+		"its namespace's default": {"ns-a", got{queue: "team-a"}},
+		"a default admitting any": {"ns-b", got{queue: "team-b"}},
+		"the queue named default": {"ns-other", got{queue: "default"}},
+		"two defaults": {"ns-both", got{refusal: "NoDefault",
+			msg: `namespace "ns-both" has no default queue: queues team-b, team-c all list it in defaultForNamespaces; the job must name its queue`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			q, err := tree.DefaultQueue(tc.ns)
+			g := got{queue: q}
+			if ae, ok := err.(*AdmitError); ok {
+				g.refusal, g.msg = ae.Refusal.String(), ae.Error()
+			} else if err != nil {
+				t.Fatalf("DefaultQueue: %v", err)
+			}
+			if g != tc.want {
+				t.Errorf("DefaultQueue(%s) = %+v, want %+v", tc.ns, g, tc.want)
+			}
+		})
+	}
+	for queue, want := range map[string]string{
+		"unread":       `queue "unread" is invalid: resource "cpu": does not decode`,
+		"below-unread": `queue "below-unread" is invalid: left out with its ancestor "unread", which is invalid`,
+	} {
+		if err := tree.Admit(queue, "ns-a"); err == nil || err.Error() != want {
+			t.Errorf("Admit(%s) = %v, want %s", queue, err, want)
+		}
+	}
+}

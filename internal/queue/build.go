@@ -21,7 +21,8 @@ import (
 //     who submits and which leaf goes first: leaf properties);
 //   - its parent does not exist, or it is on a parent cycle (every queue of
 //     the cycle is reported);
-//   - its children's guarantees add up to more than its own, for a resource.
+//   - its children's guarantees add up to more than its own, for a resource;
+//   - its driver could not read it (Spec.Problem, the reason given).
 //
 // Every queue below a left-out queue is left out too, with a Problem naming
 // the ancestor. Every other queue is in the tree. Problems are sorted by
@@ -60,6 +61,18 @@ func Build(specs []Spec) (*Tree, []Problem) {
 		}
 	}
 	t.problems = ps
+	t.defaultFor = map[string][]string{}
+	for _, s := range b.specs {
+		if s.Problem != "" || b.count[s.Name] != 1 {
+			continue
+		}
+		for _, ns := range s.DefaultFor {
+			t.defaultFor[ns] = append(t.defaultFor[ns], s.Name)
+		}
+	}
+	for _, names := range t.defaultFor {
+		sort.Strings(names)
+	}
 	t.invalid = map[string]string{}
 	for _, p := range ps {
 		if _, seen := t.invalid[p.Queue]; !seen {
@@ -96,6 +109,10 @@ func (b *builder) checkSpecs() {
 			continue
 		case b.count[s.Name] > 1:
 			b.report(s.Name, "defined %d times", b.count[s.Name])
+			b.bad[s.Name] = true
+			continue
+		case s.Problem != "":
+			b.report(s.Name, "%s", s.Problem)
 			b.bad[s.Name] = true
 			continue
 		}

@@ -41,6 +41,10 @@ func (b *qb) Namespaces(ns ...string) *qb { b.s.Namespaces = ns; return b }
 
 func (b *qb) Reclaim() *qb { b.s.Reclaim = true; return b }
 
+func (b *qb) DefaultFor(ns ...string) *qb { b.s.DefaultFor = ns; return b }
+
+func (b *qb) Problem(why string) *qb { b.s.Problem = why; return b }
+
 func (b *qb) Obj() Spec { return b.s }
 
 // specs turns builders into specs.

@@ -48,6 +48,9 @@ type Tree struct {
 	index    map[string]int // name -> position in nodes (lookup only, never walked)
 	problems []Problem
 	invalid  map[string]string // excluded queue -> first reason, for Admit's message
+	// defaultFor maps a namespace to the queues naming it in DefaultFor,
+	// sorted (left-out queues included: Admit says why they refuse).
+	defaultFor map[string][]string
 }
 
 type node struct {
@@ -175,11 +178,21 @@ func (t *Tree) Admit(queue, namespace string) error {
 	return nil
 }
 
-// DefaultQueue is the queue of a job that names none. The policy: the leaf
-// queue named "default", if it exists and admits the namespace. (A default
-// queue chosen per namespace, e.g. by a namespace annotation, is the Queue
-// CRD's business, not this package's.) The error is an *AdmitError.
+// DefaultQueue is the queue of a job that names none: the one queue that
+// lists the namespace in DefaultFor, else the leaf queue named "default".
+// Either must admit the namespace. Two queues listing the namespace make no
+// default: the job must name its queue. The error is an *AdmitError.
 func (t *Tree) DefaultQueue(namespace string) (string, error) {
+	switch d := t.defaultFor[namespace]; {
+	case len(d) == 1:
+		if err := t.Admit(d[0], namespace); err != nil {
+			return "", err
+		}
+		return d[0], nil
+	case len(d) > 1:
+		return "", &AdmitError{Namespace: namespace, Refusal: NoDefault,
+			Detail: fmt.Sprintf("queues %s all list it in defaultForNamespaces; the job must name its queue", strings.Join(d, ", "))}
+	}
 	const name = "default"
 	if err := t.Admit(name, namespace); err != nil {
 		return "", &AdmitError{Queue: name, Namespace: namespace, Refusal: NoDefault, Detail: err.Error()}

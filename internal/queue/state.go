@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -39,11 +40,13 @@ type State struct {
 	cursor map[string]int
 }
 
-// NewState resolves every pending and running job's leaf queue and computes
-// usage, demand and fair shares against the cycle's running view, and the
+// NewState resolves the leaf queue of every pending job of s and of the
+// running jobs (the snapshot's, less what the cycle evicted before queues
+// are looked at) and computes usage, demand and fair shares against the
+// cycle's running view, and the
 // in-queue order of each leaf's jobs (priority with aging; aging zero means
 // DefaultAging, negative turns aging off).
-func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, view *cluster.State, aging time.Duration) *State {
+func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, running []cycle.RunningJob, view *cluster.State, aging time.Duration) *State {
 	q := &State{specs: map[string]Spec{}, usage: map[string]Amounts{},
 		demand: map[string]Amounts{}, runningLeaf: map[workload.JobID]string{},
 		refused: map[int]cycle.Reason{}, jobs: map[string][]int{}, cursor: map[string]int{}}
@@ -54,7 +57,7 @@ func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, view *cluster.S
 		q.usage[name] = Amounts{}
 	}
 	q.capacity = CapacityOf(view)
-	for _, rj := range s.Running {
+	for _, rj := range running {
 		leaf, err := q.Leaf(rj.Job)
 		if err != nil {
 			continue // counted nowhere: its queue vanished while it ran
@@ -68,7 +71,11 @@ func NewState(tree *Tree, problems []Problem, s *cycle.Snapshot, view *cluster.S
 	for i, pj := range s.Pending {
 		leaf, err := q.Leaf(pj.Job)
 		if err != nil {
-			q.refused[i] = cycle.Reason{Verdict: placement.Refused, Level: "queue", Message: err.Error()}
+			r := cycle.Reason{Verdict: placement.Refused, Level: "queue", Message: err.Error()}
+			if ae, ok := err.(*AdmitError); ok {
+				r.Refusal = ae.Refusal.String()
+			}
+			q.refused[i] = r
 			continue
 		}
 		q.leafOf[i] = leaf
@@ -196,16 +203,18 @@ func (q *State) Statuses(s *cycle.Snapshot, view *cluster.State, pendingLeft []c
 			p = Amounts{}
 		}
 		out = append(out, cycle.QueueStatus{Name: st.Queue, Allocated: st.Allocated, FairShare: st.FairShare,
-			Pending: p, Borrowed: st.Borrowed})
+			Pending: p, Borrowed: st.Borrowed, Leaf: q.tree.IsLeaf(st.Queue)})
 	}
-	seen := map[string]bool{}
-	for _, p := range q.problems {
-		if seen[p.Queue] {
-			continue
+	// Problems come sorted by queue: one status per left-out queue, with
+	// every reason.
+	for i := 0; i < len(q.problems); {
+		j, reasons := i, []string{}
+		for ; j < len(q.problems) && q.problems[j].Queue == q.problems[i].Queue; j++ {
+			reasons = append(reasons, q.problems[j].Reason)
 		}
-		seen[p.Queue] = true
-		out = append(out, cycle.QueueStatus{Name: p.Queue, Allocated: Amounts{}, FairShare: Amounts{},
-			Pending: Amounts{}, Borrowed: Amounts{}, Problem: p.Reason})
+		out = append(out, cycle.QueueStatus{Name: q.problems[i].Queue, Allocated: Amounts{}, FairShare: Amounts{},
+			Pending: Amounts{}, Borrowed: Amounts{}, Problem: strings.Join(reasons, "; ")})
+		i = j
 	}
 	return out
 }
@@ -406,3 +415,16 @@ func (q *State) Refused(i int) bool { _, ok := q.refused[i]; return ok }
 
 // NumRefused is how many pending jobs their queue refuses.
 func (q *State) NumRefused() int { return len(q.refused) }
+
+// Demand is what a pending job's waiting pods would charge a queue
+// (DemandOf), for preemption's rules.
+func (q *State) Demand(view *cluster.State, pj cycle.PendingJob) Amounts { return DemandOf(view, pj) }
+
+// Held is what pods hold, GPUs charged to their model.
+func (q *State) Held(view *cluster.State, pods []cluster.Placed) Amounts {
+	c := Amounts{}
+	for _, p := range pods {
+		AddAlloc(c, view, p.NodeIndex, p.Alloc)
+	}
+	return c
+}

@@ -97,6 +97,7 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	never := waitRun("spread", 300, 105, 10)
 	never.Series.Utilization = pts(0, 10, 5, 40, 10, 35)
+	never.Series.Allocated = pts(0, 60, 5, 99, 10, 99)
 	never.Series.Pending = pts(0, 10, 5, 150, 10, 195)
 	pages := map[string][]metrics.Result{
 		"fgd, three policies, two seeds": {synthetic("corral", 42, "fgd", 1), synthetic("spread", 42, "fgd", 0.4),
@@ -106,6 +107,7 @@ func TestReportInBrowser(t *testing.T) {
 			func() metrics.Result {
 				r := waitRun("corral", 300, 300, 600)
 				r.Series.Utilization = pts(0, 20, 5, 70, 10, 65)
+				r.Series.Allocated = pts(0, 20, 5, 72, 10, 66)
 				r.Series.Pending = pts(0, 3, 5, 40, 10, 0)
 				r.Series.QueueGPUs = map[string][]metrics.Point{"team-a": pts(0, 10, 5, 40, 10, 20), "team-b": pts(0, 5, 5, 30, 10, 45)}
 				r.Series.Domains = &metrics.DomainSeries{Level: "rack", Names: []string{"r0", "r1", "r2"},

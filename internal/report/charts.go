@@ -97,16 +97,18 @@ func allocChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) 
 	}, true
 }
 
-// gpuCurves are the GPU-over-time series the utilization chart draws,
-// each policy's in its colour and the curve's own dash. A series a run
-// does not record is left out, so a new one (GPUs doing useful work beside
-// GPUs allocated) is one line here.
+// gpuCurves are the GPU-over-time series the utilization chart draws, two
+// per policy: GPUs doing useful work in the policy's own style, GPUs
+// allocated faint (thin, half transparent) in the same colour and dash, so
+// the policy's dash keeps telling policies apart. A series a run does not
+// record is left out.
 var gpuCurves = []struct {
 	label string // after the policy's name in the legend
-	dash  string
+	faint bool
 	get   func(metrics.Series) []metrics.Point
 }{
-	{"held by running jobs", "", func(s metrics.Series) []metrics.Point { return s.Utilization }},
+	{"doing useful work", false, func(s metrics.Series) []metrics.Point { return s.Utilization }},
+	{"allocated", true, func(s metrics.Series) []metrics.Point { return s.Allocated }},
 }
 
 // utilChart plots the GPUs held over time for each policy's first seed:
@@ -139,8 +141,8 @@ func utilChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 			seeds[r.Seed] = true
 			drawn[g.label] = true
 			st := styles[p.Name]
-			if g.dash != "" {
-				st.Dash = g.dash
+			if g.faint {
+				st.Width, st.Opacity = 1.5, 0.5
 			}
 			name := p.Name
 			if len(gpuCurves) > 1 {
@@ -169,9 +171,10 @@ func utilChart(c *comparison, styles map[string]seriesStyle) (chartSpec, bool) {
 		ecAxis{Type: "value", Name: "GPUs, % of capacity", Min: 0, Max: 100})
 	opt.Series = series
 	return chartSpec{ID: "chart-util", XFormat: "hours", YFormat: "pct", Option: opt,
-		Caption: "GPU-milli held by jobs that have started, as % of capacity (a gang still gathering its pods, or " +
-			"hung on a failure, is not counted); each point is the time-average over its slice of the run. " +
-			"Held is not the same as doing useful work: see goodput in the table."}, true
+		Caption: "Each policy twice, in its colour: full, GPU-milli of running jobs doing useful work; faint, GPU-milli allocated at all, also to " +
+			"gangs still gathering their pods, jobs hung on a failure and rendezvous that never complete; both as % " +
+			"of capacity, each point the time-average over its slice of the run. The gap between a policy's two " +
+			"lines is capacity held for nothing."}, true
 }
 
 // waitChart plots the distribution of queueing delays as a CDF on a log

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/corral-dev/corral/internal/metrics"
@@ -61,7 +62,8 @@ func TestIdenticalLinesStayVisible(t *testing.T) {
 		for _, s := range c.Option.Series {
 			byName[s.Name] = s
 		}
-		co, sp, bp := byName["corral"], byName["spread"], byName["binpack"]
+		const useful = ", doing useful work"
+		co, sp, bp := byName["corral"+useful], byName["spread"+useful], byName["binpack"+useful]
 		if sp.LineStyle.Type == co.LineStyle.Type || bp.LineStyle.Type == sp.LineStyle.Type {
 			t.Errorf("patterns corral %q, spread %q, binpack %q: want each different", co.LineStyle.Type, sp.LineStyle.Type, bp.LineStyle.Type)
 		}
@@ -111,4 +113,63 @@ func TestTimeCharts(t *testing.T) {
 			t.Errorf("cell %v: want %.0f%% (rack r%d)", cell, want, int(cell[1]))
 		}
 	}
+}
+
+// TestUtilChartShowsUsefulAndAllocated: each policy draws GPUs doing useful
+// work and GPUs allocated, two series in its colour and dash, the allocated
+// one faint, each with its own values: a baseline that holds 99% of the
+// GPUs while 1% do useful work shows both figures.
+func TestUtilChartShowsUsefulAndAllocated(t *testing.T) {
+	corral := result("corral").Protocol("replay").Util(pts(0, 40, 5, 60, 10, 60)...).Obj()
+	corral.Series.Allocated = pts(0, 45, 5, 62, 10, 62)
+	kube := result("kube").Protocol("replay").Util(pts(0, 1, 10, 1)...).Obj()
+	kube.Series.Allocated = pts(0, 99, 10, 99)
+	page := writeHTML(t, []metrics.Result{corral, kube})
+	for _, c := range chartData(t, page) {
+		if c.ID != "chart-util" {
+			continue
+		}
+		byName := map[string]ecSeries{}
+		for _, s := range c.Option.Series {
+			byName[s.Name] = s
+		}
+		if len(byName) != 4 {
+			t.Fatalf("series %v: want useful and allocated for each of two policies", names(c.Option.Series))
+		}
+		for _, p := range []struct {
+			policy            string
+			useful, allocated float64
+		}{{"corral", 60, 62}, {"kube", 1, 99}} {
+			u, a := byName[p.policy+", doing useful work"], byName[p.policy+", allocated"]
+			if lastY(u) != p.useful || lastY(a) != p.allocated {
+				t.Errorf("%s: useful ends at %v, allocated at %v; want %v and %v", p.policy, lastY(u), lastY(a), p.useful, p.allocated)
+			}
+			if u.LineStyle.Color != a.LineStyle.Color || u.LineStyle.Type != a.LineStyle.Type {
+				t.Errorf("%s: useful %+v, allocated %+v: want one colour and dash", p.policy, u.LineStyle, a.LineStyle)
+			}
+			if !(a.LineStyle.Opacity > 0 && a.LineStyle.Opacity < 1) || a.LineStyle.Width >= u.LineStyle.Width {
+				t.Errorf("%s: allocated %+v: want it fainter and thinner than useful %+v", p.policy, a.LineStyle, u.LineStyle)
+			}
+		}
+		if !strings.Contains(c.Option.Title.Text, "doing useful work vs GPUs allocated") {
+			t.Errorf("title %q", c.Option.Title.Text)
+		}
+		return
+	}
+	t.Fatal("no utilization chart")
+}
+
+func names(ss []ecSeries) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func lastY(s ecSeries) float64 {
+	if len(s.Data) == 0 {
+		return -1
+	}
+	return s.Data[len(s.Data)-1][1]
 }

@@ -103,9 +103,10 @@ type ecSeries struct {
 }
 
 type ecLineStyle struct {
-	Color string  `json:"color"`
-	Width float64 `json:"width"`
-	Type  string  `json:"type"` // solid | dashed
+	Color   string  `json:"color"`
+	Width   float64 `json:"width"`
+	Type    string  `json:"type"` // solid | dashed
+	Opacity float64 `json:"opacity,omitempty"`
 }
 
 type ecItemStyle struct {
@@ -146,7 +147,7 @@ func line(name string, pts []metrics.Point, st seriesStyle) ecSeries {
 	return ecSeries{
 		Name: name, Type: "line", Data: data, Z: st.Z,
 		ShowSymbol: len(data) <= sparse,
-		LineStyle:  ecLineStyle{Color: st.Colour, Width: st.Width, Type: st.Dash},
+		LineStyle:  ecLineStyle{Color: st.Colour, Width: st.Width, Type: st.Dash, Opacity: st.Opacity},
 		ItemStyle:  ecItemStyle{Color: st.Colour},
 		Emphasis:   ecEmphasis{Focus: "series"},
 	}

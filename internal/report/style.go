@@ -5,7 +5,9 @@ type seriesStyle struct {
 	Colour string
 	Width  float64
 	Dash   string // solid | dashed | dotted
-	Z      int    // drawing order: higher is on top
+	// Opacity of the line, 0 meaning opaque.
+	Opacity float64
+	Z       int // drawing order: higher is on top
 }
 
 // corralPolicy is the policy the report is about: it is drawn wider, under

@@ -8,7 +8,6 @@ import (
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
-	"github.com/corral-dev/corral/internal/queue"
 )
 
 // fairness measures how the queues fared in a replay: Jain's index of
@@ -42,9 +41,8 @@ func newFairness(queues []cycle.QueueSpec, jobs []Job) *fairness {
 	if len(queues) == 0 {
 		return nil
 	}
-	tree, _ := queue.Build(queues)
 	f := &fairness{queues: queues, leaves: map[string]bool{}, jain: 1}
-	for _, l := range tree.Leaves() {
+	for _, l := range engine.QueueLeaves(queues) {
 		f.leaves[l] = true
 	}
 	first := map[string]time.Time{}

@@ -302,8 +302,9 @@ func (r *replay) advance(now time.Time) {
 
 // sample records utilisation from now on (after now's events and cycle).
 func (r *replay) sample(now time.Time) {
-	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{
-		X: now.Sub(r.first).Hours(), Y: pct(r.useful, r.capacity)})
+	x := now.Sub(r.first).Hours()
+	r.res.Series.Utilization = append(r.res.Series.Utilization, metrics.Point{X: x, Y: pct(r.useful, r.capacity)})
+	r.res.Series.Allocated = append(r.res.Series.Allocated, metrics.Point{X: x, Y: pct(r.allocated, r.capacity)})
 	r.sampleReport(now)
 }
 

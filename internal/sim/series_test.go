@@ -17,6 +17,15 @@ func TestReportSeries(t *testing.T) {
 	if len(s.Pending) != len(s.Utilization) || len(s.Pending) == 0 {
 		t.Fatalf("%d pending samples, %d utilization samples", len(s.Pending), len(s.Utilization))
 	}
+	// Allocated is sampled with useful work and never below it.
+	if len(s.Allocated) != len(s.Utilization) {
+		t.Fatalf("%d allocated samples, %d utilization samples", len(s.Allocated), len(s.Utilization))
+	}
+	for i, a := range s.Allocated {
+		if u := s.Utilization[i]; a.X != u.X || a.Y < u.Y {
+			t.Fatalf("sample %d: allocated %+v, useful %+v: want the same time and allocated >= useful", i, a, u)
+		}
+	}
 	maxPending := 0.0
 	for _, p := range s.Pending {
 		maxPending = max(maxPending, p.Y)

@@ -32,7 +32,7 @@ func twoNodes(t *testing.T) (*cluster.State, []engine.RunningJob) {
 			t.Fatal(err)
 		}
 		j := build.Job("busy-" + u.node).GPUs(u.gpus).Obj()
-		run = append(run, engine.RunningJob{Job: j, Pods: []engine.PodBind{{Pod: workload.PodRef{Job: j.ID}, Node: u.node, NodeIndex: n, Alloc: a}}})
+		run = append(run, engine.RunningJob{Job: j, Pods: []engine.PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, NodeIndex: n, Alloc: a}, Node: u.node}}})
 	}
 	return s, run
 }

@@ -142,3 +142,30 @@ func FuzzReadClusterYAML(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadPhilly(f *testing.F) {
+	addFile(f, "../../examples/sim/jobs.philly.json")
+	for _, doc := range []string{
+		`[{"jobid": "j", "vc": "a", "submitted_time": "2017-10-07 01:00:00", "attempts": [{"start_time": "2017-10-07 01:00:10", "end_time": null, "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}]`,
+		`[{"jobid": "j", "submitted_time": "2017-10-07 01:00:00", "attempts": [{"start_time": "None", "detail": []}]}]`,
+		`[{"jobid": "j", "submitted_time": "2017-10-07 01:00:00", "attempts": [{"start_time": "2017-10-07 02:00:00", "end_time": "2017-10-07 01:00:00"}]}]`,
+		`[]`,
+		`[{"jobid": 1}]`,
+	} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		tr, err := ReadPhilly(bytes.NewReader(in), "fuzz.json")
+		if err != nil {
+			return
+		}
+		checkJobs(t, tr)
+		for _, j := range tr.Jobs {
+			for _, ps := range j.PodSets {
+				if ps.Request.GPUs < 1 {
+					t.Fatalf("job %s pod set %s asks for no GPU", j.ID, ps.Name)
+				}
+			}
+		}
+	})
+}

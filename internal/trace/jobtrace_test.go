@@ -257,7 +257,7 @@ func TestLoadTraceFiles(t *testing.T) {
 		"openb csv by header":  {spec: openb, wantID: "p0"},
 		"corral csv by header": {spec: corral, wantID: "j1"},
 		"unknown csv header":   {spec: other, wantErr: other + `:1: unknown CSV trace: the header must start with "job," (corral job trace) or "name," (openb pod list)`},
-		"unknown extension":    {spec: txt, wantErr: txt + `: unknown trace file type ".txt": want .csv, .yaml or .yml, or sacct --parsable2 output (a header starting "JobID|")`},
+		"unknown extension":    {spec: txt, wantErr: txt + `: unknown trace file type ".txt": want .csv, .yaml or .yml, sacct --parsable2 output (a header starting "JobID|"), or philly:PATH for a Philly job log`},
 		"unknown openb":        {spec: "openb:nosuch", wantErr: `unknown trace "openb:nosuch" (built-in: openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm, gen:mig)`},
 		"no such name":         {spec: "philly", wantErr: `trace "philly" is neither a file nor a built-in trace (openb:default, openb:gpushare40, openb:multigpu20, openb:gpuspec10, openb:cpu050, gen:llm, gen:mig)`},
 	}

@@ -71,7 +71,8 @@ func TraceNames() []string {
 // over opt), or a file path: .yaml/.yml is a corral YAML job trace, .csv is a
 // corral CSV job trace when its header starts with "job," and an openb pod
 // list when it starts with "name,"; a file of any name whose header starts
-// "JobID|" is Slurm sacct --parsable2 output.
+// "JobID|" is Slurm sacct --parsable2 output; "philly:PATH" is a Philly
+// cluster_job_log.
 func LoadTrace(spec string, opt Options) (*Trace, error) {
 	switch {
 	case strings.HasPrefix(spec, "openb:"):
@@ -92,8 +93,27 @@ func LoadTrace(spec string, opt Options) (*Trace, error) {
 		return t, nil
 	case strings.HasPrefix(spec, "gen:"):
 		return generate(spec, opt)
+	case strings.HasPrefix(spec, "philly:"):
+		return loadPhilly(strings.TrimPrefix(spec, "philly:"))
 	}
 	return loadTraceFile(spec)
+}
+
+func loadPhilly(path string) (*Trace, error) {
+	if path == "" {
+		return nil, fmt.Errorf("philly: needs the job log's path, e.g. philly:trace-data/cluster_job_log")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := ReadPhilly(f, path)
+	if err != nil {
+		return nil, err
+	}
+	t.Name = "philly:" + filepath.Base(path)
+	return t, nil
 }
 
 func loadTraceFile(path string) (*Trace, error) {
@@ -116,7 +136,7 @@ func loadTraceFile(path string) (*Trace, error) {
 	case ext == ".csv":
 		t, err = readCSVTrace(rest, path)
 	default:
-		return nil, fmt.Errorf("%s: unknown trace file type %q: want .csv, .yaml or .yml, or sacct --parsable2 output (a header starting \"JobID|\")", path, ext)
+		return nil, fmt.Errorf("%s: unknown trace file type %q: want .csv, .yaml or .yml, sacct --parsable2 output (a header starting \"JobID|\"), or philly:PATH for a Philly job log", path, ext)
 	}
 	if err != nil {
 		return nil, err

@@ -1,14 +1,12 @@
-package engine
+package backfill
 
 import (
 	"fmt"
 	"sort"
 	"time"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -19,26 +17,25 @@ import (
 // on their own, and because big gangs reserved one after the other share
 // one drain of the cluster instead of paying one each. Starved jobs that fit
 // now are reserved too (their room is theirs this cycle) and do not count:
-// the walk stops at the first starved job that has to wait. A starved job
+// the walk stops at the first starved job that has to wait; at most
+// maxStarvedTries earliest-start searches run in one cycle. A starved job
 // whose hold would idle more GPU time than it will use is not reserved
-// (backfill.WorthHolding) unless evicting stragglers moved its start.
-// maxStarvedTries bounds the earliest-start searches reserveStarved runs in
-// one cycle.
-const maxStarvedTries = 16
-
-func (b *backfiller) reserveStarved(order []int, plan *Plan) {
-	if !b.v.backfill || b.cfg.StarveAfter < 0 {
+// (WorthHolding) unless evicting stragglers moved its start.
+// order is the pending jobs (indexes into the snapshot) their queues admit.
+func (b *Cycle) ReserveStarved(order []int) {
+	if b.mode != EASY || b.cfg.StarveAfter < 0 {
 		return
 	}
+	s, view := b.l.Snapshot(), b.l.View()
 	var starved []int
 	for _, i := range order {
-		pj := b.s.Pending[i]
-		if pj.Waiting == nil && b.s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
+		pj := s.Pending[i]
+		if pj.Waiting == nil && s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
 			starved = append(starved, i)
 		}
 	}
 	sort.SliceStable(starved, func(a, c int) bool {
-		x, y := b.s.Pending[starved[a]].Job, b.s.Pending[starved[c]].Job
+		x, y := s.Pending[starved[a]].Job, s.Pending[starved[c]].Job
 		if gx, gy := x.GPUMilli(), y.GPUMilli(); gx != gy {
 			return gx > gy
 		}
@@ -56,45 +53,37 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 			// each replay every release; the rest wait for later cycles.
 			return
 		}
-		pj := b.s.Pending[i]
-		pods, _, ok := resolvePods(b.view, pj)
-		if !ok {
-			continue
-		}
-		g, _, ok := gangOf(b.view, pj.Job, pods)
-		if !ok || placement.CheckNeverFits(b.view, g) != nil {
-			continue
-		}
-		key := shapeKey(g)
-		if noSlot[key] {
+		pj := s.Pending[i]
+		g, key, ok := b.l.Gang(pj)
+		if !ok || placement.CheckNeverFits(view, g) != nil || noSlot[key] {
 			continue
 		}
 		tries++
 		blocked := func(n int) bool { return reserved[n] }
-		slot, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked)
+		slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked)
 		if !ok {
 			noSlot[key] = true
 			continue
 		}
-		evicted := slot.Start.After(b.s.Now) && b.evictStragglers(pj.Job, g, slot, blocked, plan)
+		evicted := slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked)
 		if evicted {
 			// The jobs that kept it waiting are gone: its start is earlier.
-			if earlier, ok := backfill.Earliest(b.view, b.live(), g, b.s.Now, b.s.Runtimes, blocked); ok {
+			if earlier, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked); ok {
 				slot = earlier
 			}
 		}
-		if !evicted && !backfill.WorthHolding(b.s.Runtimes, pj.Job, slot, b.s.Now) {
+		if !evicted && !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
 			// Its nodes would idle longer than it will run: it is placed as
 			// greedy backfill would, when its room is free. (Evicting
 			// stragglers weighed its own cost against the earlier start.)
 			continue
 		}
-		b.add(pj.Job, slot, plan)
-		plan.Stats.StarvedReservations++
+		b.add(pj.Job, slot)
+		b.l.Stats().StarvedReservations++
 		for _, n := range slot.Nodes {
 			reserved[n] = true
 		}
-		if slot.Start.After(b.s.Now) {
+		if slot.Start.After(s.Now) {
 			return
 		}
 	}
@@ -107,6 +96,7 @@ func (b *backfiller) reserveStarved(order []int, plan *Plan) {
 // latest-ending jobs in its way are evicted when they are few and cheap
 // next to the time they cost it:
 const (
+	maxStarvedTries = 16
 	// stragglerShare: the evicted jobs hold at most this share of the
 	// starved job's GPUs (1/stragglerShare).
 	stragglerShare = 8
@@ -124,26 +114,23 @@ const (
 // small (stragglerCost), the ones that still matter are evicted. Only
 // without queues (a queue's jobs are evicted by its own rules) and only
 // where preemption is on. It reports whether it evicted.
-func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot backfill.Slot, blocked func(int) bool, plan *Plan) bool {
-	if b.room == nil || b.qs != nil {
+func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, blocked func(int) bool) bool {
+	if !b.Stragglers {
 		return false
 	}
-	b.syncEvictions(plan)
+	b.l.RetakeHolds()
+	s, view := b.l.Snapshot(), b.l.View()
 	on := map[int]bool{}
 	for _, n := range slot.Nodes {
 		on[n] = true
 	}
-	running := map[workload.JobID]RunningJob{}
-	for _, rj := range b.s.Running {
+	running := map[workload.JobID]cycle.RunningJob{}
+	for _, rj := range b.l.Running() {
 		running[rj.Job.ID] = rj
 	}
-	starved := map[workload.JobID]bool{}
-	for i, rj := range b.room.running {
-		starved[rj.Job.ID] = b.room.starvedRun != nil && b.room.starvedRun[i]
-	}
-	never := b.s.Now.Add(100 * 365 * 24 * time.Hour)
-	endOf := func(h backfill.Holder) time.Time {
-		if d, _, ok := cycle.Runtime(b.s.Runtimes, h.Job); ok {
+	never := s.Now.Add(100 * 365 * 24 * time.Hour)
+	endOf := func(h Holder) time.Time {
+		if d, _, ok := cycle.Runtime(s.Runtimes, h.Job); ok {
 			return h.Start.Add(d)
 		}
 		return never
@@ -153,21 +140,20 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		end   time.Time
 		milli int64
 	}
-	live := b.live()
+	live := b.l.Holders()
 	var cands []cand
 	for i, h := range live {
 		rj, ok := running[h.Job.ID]
-		if !ok || rj.Job.Priority > j.Priority || starved[h.Job.ID] || b.shrunk[h.Job.ID] || b.otherEvs[h.Job.ID] ||
-			b.room.gone[h.Job.ID] || preempt.Protected(rj.Job, preempt.RunFor(rj, b.s.Now)) != "" {
+		if !ok || rj.Job.Priority > j.Priority || b.StartedStarved(rj) || b.l.Protected(rj) {
 			continue
 		}
 		in := false
 		var milli int64
 		for _, p := range h.Pods {
-			in = in || on[p.Node]
+			in = in || on[p.NodeIndex]
 			milli += p.Alloc.GPUMilli()
 		}
-		if in && endOf(h).After(b.s.Now) {
+		if in && endOf(h).After(s.Now) {
 			cands = append(cands, cand{i: i, end: endOf(h), milli: milli})
 		}
 	}
@@ -178,20 +164,20 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 		return live[cands[a].i].Job.ID < live[cands[c].i].Job.ID
 	})
 	var held int64
-	trial := append([]backfill.Holder(nil), live...)
+	trial := append([]Holder(nil), live...)
 	var picked []cand
 	for _, c := range cands {
 		if (held+c.milli)*stragglerShare > j.GPUMilli() {
 			break
 		}
 		held += c.milli
-		trial[c.i].End = b.s.Now
+		trial[c.i].End = s.Now
 		picked = append(picked, c)
 	}
 	if len(picked) == 0 {
 		return false
 	}
-	earlier, ok := backfill.Earliest(b.view, trial, g, b.s.Now, b.s.Runtimes, blocked)
+	earlier, ok := Earliest(view, trial, g, s.Now, s.Runtimes, blocked)
 	if !ok || !earlier.Start.Before(slot.Start) {
 		return false
 	}
@@ -199,20 +185,20 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	for _, n := range earlier.Nodes {
 		uses[n] = true
 	}
-	var victims []RunningJob
+	var victims []cycle.RunningJob
 	var lost float64
 	for _, c := range picked {
 		h := live[c.i]
 		in := false
 		for _, p := range h.Pods {
-			in = in || uses[p.Node]
+			in = in || uses[p.NodeIndex]
 		}
 		if !in || !c.end.After(earlier.Start) {
 			continue
 		}
 		rj := running[h.Job.ID]
 		victims = append(victims, rj)
-		lost += preempt.RestartCost(rj, nil, b.s.Now)
+		lost += b.l.RestartCost(rj, nil)
 	}
 	gain := float64(j.GPUMilli()) / workload.MilliPerGPU * slot.Start.Sub(earlier.Start).Seconds()
 	if len(victims) == 0 || lost*stragglerCost > gain {
@@ -220,19 +206,16 @@ func (b *backfiller) evictStragglers(j *workload.Job, g placement.Gang, slot bac
 	}
 	sort.Slice(victims, func(a, c int) bool { return victims[a].Job.ID < victims[c].Job.ID })
 	for _, rj := range victims {
-		ev := Eviction{Job: rj.Job.ID, Cause: CausePreempt, By: j.ID, LostGPUSeconds: preempt.RestartCost(rj, nil, b.s.Now),
+		ev := cycle.Eviction{Job: rj.Job.ID, Cause: cycle.CausePreempt, By: j.ID, LostGPUSeconds: b.l.RestartCost(rj, nil),
 			Message: fmt.Sprintf("evicted for job %s, waiting past the starvation age: without its %d longest jobs in the way it starts in ~%s instead of ~%s",
-				j.ID, len(victims), backfill.Humanize(earlier.Start.Sub(b.s.Now)), backfill.Humanize(slot.Start.Sub(b.s.Now)))}
+				j.ID, len(victims), Humanize(earlier.Start.Sub(s.Now)), Humanize(slot.Start.Sub(s.Now)))}
 		for _, p := range rj.Pods {
 			ev.Pods = append(ev.Pods, p.Pod)
-			b.view.Release(p.NodeIndex, p.Alloc)
 		}
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
-		plan.Evictions = append(plan.Evictions, ev)
-		plan.Stats.Evictions++
-		b.gone[rj.Job.ID] = true
-		b.taken(rj.Job.ID)
+		b.l.Evict(ev)
+		b.l.Stats().Evictions++
 	}
-	b.seenEvs = len(plan.Evictions)
+	b.l.RetakeHolds()
 	return true
 }

@@ -1,4 +1,4 @@
-package engine
+package preempt
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -24,7 +24,7 @@ import (
 // runtime; jobs without an estimate are taken to run on). The gang gains its
 // GPUs × that wait, in GPU-seconds; the move costs the moved jobs' restart
 // costs (GPUs × time since their last checkpoint + restart overhead).
-func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.Result, []Eviction, string) {
+func (m *Room) consolidate(pj cycle.PendingJob, gang placement.Gang) (placement.Result, []cycle.Eviction, string) {
 	if gang.Required < 0 || len(gang.Pods) < 2 || m.consolidates >= consolidationTries || m.budget <= 0 {
 		return placement.Result{}, nil, ""
 	}
@@ -48,10 +48,10 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 	if gain <= 0 {
 		return placement.Result{}, nil, ""
 	}
-	var units []preempt.Unit
+	var units []Unit
 	for _, rj := range m.running {
-		if m.gone[rj.Job.ID] || len(rj.Pods) == 0 || rj.Job.Priority > pj.Job.Priority ||
-			preempt.Protected(rj.Job, preempt.RunFor(rj, m.s.Now)) != "" {
+		if m.l.Evicted(rj.Job.ID) || len(rj.Pods) == 0 || rj.Job.Priority > pj.Job.Priority ||
+			Protected(rj.Job, RunFor(rj, m.s.Now)) != "" {
 			continue
 		}
 		if m.qs != nil {
@@ -59,29 +59,25 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 				continue
 			}
 		}
-		pods, _, ok := resolvePods(m.view, PendingJob{Job: rj.Job})
+		g, _, ok := m.l.Gang(cycle.PendingJob{Job: rj.Job})
 		if !ok {
 			continue
 		}
-		g, _, ok := gangOf(m.view, rj.Job, pods)
-		if !ok {
-			continue
-		}
-		u := preempt.Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1,
-			Cost: preempt.RestartCost(rj, nil, m.s.Now), Gang: &g}
+		u := Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1,
+			Cost: RestartCost(rj, nil, m.s.Now), Gang: &g}
 		for _, p := range rj.Pods {
-			u.Pods = append(u.Pods, cluster.Placed{Pod: p.Pod, Node: p.NodeIndex, Alloc: p.Alloc})
+			u.Pods = append(u.Pods, p.Placed)
 		}
 		units = append(units, u)
 	}
 	if len(units) == 0 {
 		return placement.Result{}, nil, ""
 	}
-	r := m.search(preempt.Problem{Gang: gang, Units: units, Strategy: preempt.LeastLost, Move: true, MaxCost: gain})
+	r := m.search(Problem{Gang: gang, Units: units, Strategy: LeastLost, Move: true, MaxCost: gain})
 	if !r.Found {
 		return placement.Result{}, nil, "consolidation: " + r.Why
 	}
-	res, evs, why := m.apply(pj, "", gang, units, r, func(int) EvictionCause { return CauseConsolidate })
+	res, evs, why := m.apply(pj, "", gang, units, r, func(int) cycle.EvictionCause { return cycle.CauseConsolidate })
 	note := fmt.Sprintf("; the gang would otherwise wait about %s (%.2f GPU-hours gained)",
 		wait.Round(time.Minute), gain/3600)
 	for i := range evs {
@@ -94,7 +90,7 @@ func (m *roomMaker) consolidate(pj PendingJob, gang placement.Gang) (placement.R
 // expectedWait is the shortest expected time until some domain at level
 // frees size GPU-milli of the models in mask, from running jobs' expected
 // ends. ok is false when no domain would ever, by the estimates.
-func (m *roomMaker) expectedWait(level int, mask cluster.ModelMask, size int64) (time.Duration, bool) {
+func (m *Room) expectedWait(level int, mask cluster.ModelMask, size int64) (time.Duration, bool) {
 	best := time.Duration(math.MaxInt64)
 	found := false
 	for _, d := range m.view.DomainsAt(level) {
@@ -106,7 +102,7 @@ func (m *roomMaker) expectedWait(level int, mask cluster.ModelMask, size int64) 
 		}
 		var ends []ending
 		for _, rj := range m.running {
-			if m.gone[rj.Job.ID] || rj.Job.ExpectedRuntime <= 0 {
+			if m.l.Evicted(rj.Job.ID) || rj.Job.ExpectedRuntime <= 0 {
 				continue
 			}
 			var milli int64

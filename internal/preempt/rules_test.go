@@ -1,0 +1,131 @@
+package preempt
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cycle"
+)
+
+// gpus is n H100 GPUs in the queues' unit.
+func gpus(n int64) cycle.Amounts { return cycle.Amounts{cycle.GPU("H100"): n * 1000} }
+
+func TestProtected(t *testing.T) {
+	cases := map[string]struct {
+		job  *build.JobBuilder
+		ran  time.Duration
+		want string
+	}{
+		"not preemptible":               {job: build.Job("j"), ran: time.Hour, want: "not preemptible"},
+		"preemptible":                   {job: build.Job("j").Preemptible(), ran: time.Minute},
+		"inside its minimum runtime":    {job: build.Job("j").Preemptible().MinRuntime(time.Hour), ran: 20*time.Minute + 500*time.Millisecond, want: "inside its minimum runtime (20m0s of 1h0m0s)"},
+		"its minimum runtime is served": {job: build.Job("j").Preemptible().MinRuntime(time.Hour), ran: time.Hour},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Protected(tc.job.Obj(), tc.ran); got != tc.want {
+				t.Errorf("Protected = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEligible: inside a queue only a strictly lower priority may be
+// preempted; across queues only a queue that may reclaim takes back its
+// guarantee, or its fair share from a queue above its own, whatever the
+// priorities.
+func TestEligible(t *testing.T) {
+	p := func(queue string, prio int32) Standing { return Standing{Queue: queue, Priority: prio} }
+	cases := map[string]struct {
+		p      Standing
+		charge cycle.Amounts
+		v      Standing
+		want   Kind
+	}{
+		"same queue, lower priority":  {p: p("a", 5), v: p("a", 4), want: ByPriority},
+		"same queue, equal priority":  {p: p("a", 5), v: p("a", 5), want: NotAllowed},
+		"same queue, higher priority": {p: p("a", 5), v: p("a", 6), want: NotAllowed},
+		"no queues: priority only":    {p: p("", 1), v: p("", 0), want: ByPriority},
+		"another queue, no reclaim right": {
+			p:      Standing{Queue: "a", Priority: 9, Guarantee: gpus(8)},
+			charge: gpus(8),
+			v:      Standing{Queue: "b", Usage: gpus(16)},
+			want:   NotAllowed,
+		},
+		"guarantee owed, the other queue borrows: whatever its priority": {
+			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(4), Guarantee: gpus(16)},
+			charge: gpus(8),
+			v:      Standing{Queue: "b", Priority: 100, Usage: gpus(24), Guarantee: gpus(8), Fair: gpus(32)},
+			want:   ByReclaim,
+		},
+		"guarantee owed, but the other queue is within its own": {
+			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(4), Guarantee: gpus(16), Fair: gpus(4)},
+			charge: gpus(8),
+			v:      Standing{Queue: "b", Usage: gpus(8), Guarantee: gpus(8), Fair: gpus(16)},
+			want:   NotAllowed,
+		},
+		"past its guarantee with the job: fair share, the other queue far above its own": {
+			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(12), Guarantee: gpus(16), Fair: gpus(32)},
+			charge: gpus(8),
+			v:      Standing{Queue: "b", Usage: gpus(40), Fair: gpus(16)},
+			want:   ByReclaim,
+		},
+		"fair share: the move would put it above the other queue's share": {
+			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(24), Fair: gpus(16)},
+			charge: gpus(8),
+			v:      Standing{Queue: "b", Usage: gpus(20), Fair: gpus(16)},
+			want:   NotAllowed,
+		},
+		"fair share: the other queue is not above its share": {
+			p:      Standing{Queue: "a", Reclaim: true, Fair: gpus(16)},
+			charge: gpus(8),
+			v:      Standing{Queue: "b", Usage: gpus(16), Fair: gpus(16)},
+			want:   NotAllowed,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Eligible(tc.p, tc.charge, tc.v); got != tc.want {
+				t.Errorf("Eligible = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestKeeps: reclaim may take from a queue only what leaves it its
+// guarantee (when a guarantee is owed) or its fair share at a dominant
+// share no lower than the reclaimer's, so reclaim never sets off more.
+func TestKeeps(t *testing.T) {
+	owed := Standing{Queue: "a", Reclaim: true, Usage: gpus(4), Guarantee: gpus(16), Fair: gpus(16)}
+	cases := map[string]struct {
+		p       Standing
+		v       Standing
+		removed cycle.Amounts
+		want    bool
+	}{
+		"guarantee: the victim keeps its own": {
+			p: owed, v: Standing{Queue: "b", Usage: gpus(24), Guarantee: gpus(8), Fair: gpus(16)}, removed: gpus(16), want: true,
+		},
+		"guarantee: the victim would fall below its own and its share": {
+			p: owed, v: Standing{Queue: "b", Usage: gpus(24), Guarantee: gpus(16), Fair: gpus(24)}, removed: gpus(16), want: false,
+		},
+		"fair share: the victim stays at or above the reclaimer": {
+			p:       Standing{Queue: "a", Reclaim: true, Usage: gpus(8), Fair: gpus(16)},
+			v:       Standing{Queue: "b", Usage: gpus(40), Fair: gpus(16)},
+			removed: gpus(16), want: true,
+		},
+		"fair share: taking that much would push the victim below the reclaimer": {
+			p:       Standing{Queue: "a", Reclaim: true, Usage: gpus(8), Fair: gpus(16)},
+			v:       Standing{Queue: "b", Usage: gpus(40), Fair: gpus(16)},
+			removed: gpus(32), want: false,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Keeps(tc.p, gpus(8), tc.v, tc.removed); got != tc.want {
+				t.Errorf("Keeps = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
