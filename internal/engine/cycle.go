@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
@@ -33,7 +34,7 @@ type run struct {
 	l       *ledger // the running view, the jobs in it, the holds and the plan
 	scorer  placement.Scorer
 	devices placement.DeviceOrder
-	hc      healthCycle
+	hc      *health.Cycle
 	bf      *backfill.Cycle
 	qs      *queue.State
 	order   jobOrder
@@ -71,7 +72,8 @@ func (e *Engine) begin(s *Snapshot) *run {
 // jobs on failed devices and places the ranks that replace failed ones
 // before anyone else.
 func (c *run) health() {
-	c.hc = c.e.healthStep(c.l)
+	c.hc = health.NewCycle(c.l, c.e.v.health)
+	c.hc.Run()
 }
 
 // backfillPre runs backfill's steps that come before any placement: jobs
@@ -131,9 +133,9 @@ func (c *run) reserveStarved() {
 // jobs grow into capacity nobody waits for, lifts every hold and says when
 // a deferred preemption should be looked at again.
 func (c *run) finish() Plan {
-	if c.hc.holds != nil {
-		c.hc.holds.HoldAgain(c.l.view)
-		c.l.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
+	if sp := c.hc.Spares(); sp != nil {
+		sp.HoldAgain(c.l.view)
+		c.l.plan.Stats.SpareGPUsHeld = sp.HeldGPUs()
 	}
 	if c.qs != nil {
 		c.l.plan.Queues = c.qs.Statuses(c.s, c.l.view, c.l.plan.Pending)
