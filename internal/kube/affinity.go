@@ -44,8 +44,10 @@ import (
 //     anti-affinity term that selects pods of the same job that do not
 //     carry it. Pods of two different jobs placed in the same cycle are not
 //     checked against each other; the next cycle sees them as running.
-//   - Preferred terms (node and pod) and PreferNoSchedule taints are
-//     ignored: they are scores in kube-scheduler, never filters.
+//   - Preferred node affinity and PreferNoSchedule taints are scored as
+//     kube-scheduler scores them (affinity_score.go) and break ties between
+//     nodes corral's placement scores the same. Preferred pod
+//     (anti-)affinity terms are ignored.
 
 // untoleratedEffect is kube-scheduler's TaintToleration filter: only
 // NoSchedule and NoExecute taints keep a pod off a node; PreferNoSchedule
@@ -85,6 +87,9 @@ type runningTerm struct {
 type podConstraints struct {
 	// filter is nil when every managed node is eligible.
 	filter *workload.NodeFilter
+	// prefer is the pod's soft preferences among those nodes
+	// (affinity_score.go); nil when it prefers none.
+	prefer *workload.NodePreference
 	// apart is its anti-affinity between pods of its job.
 	apart []workload.Apart
 	// antiTerms are its required anti-affinity terms, each with the Apart it
@@ -268,6 +273,7 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 
 	counts := map[string]int{}
 	var names []string
+	var feasible []*corev1.Node
 	for _, n := range e.nodes {
 		if !nodeSchedulable(n) {
 			// Cordoned or not Ready: no pod may use it (cluster.Node's
@@ -281,7 +287,9 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 			continue
 		}
 		names = append(names, n.Name)
+		feasible = append(feasible, n)
 	}
+	c.prefer = e.preference(p, key, feasible)
 	if len(counts) == 0 {
 		return c // every node: no filter, the engine's fast path
 	}
