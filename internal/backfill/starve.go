@@ -18,7 +18,9 @@ import (
 // one drain of the cluster instead of paying one each. Starved jobs that fit
 // now are reserved too (their room is theirs this cycle) and do not count:
 // the walk stops at the first starved job that has to wait; at most
-// maxStarvedTries earliest-start searches run in one cycle.
+// maxStarvedTries earliest-start searches run in one cycle. A starved job
+// whose hold would idle more GPU time than it will use is not reserved
+// (WorthHolding) unless evicting stragglers moved its start.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
 func (b *Cycle) ReserveStarved(order []int) {
 	if b.mode != EASY || b.cfg.StarveAfter < 0 {
@@ -63,11 +65,18 @@ func (b *Cycle) ReserveStarved(order []int) {
 			noSlot[key] = true
 			continue
 		}
-		if slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked) {
+		evicted := slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked)
+		if evicted {
 			// The jobs that kept it waiting are gone: its start is earlier.
 			if earlier, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked); ok {
 				slot = earlier
 			}
+		}
+		if !evicted && !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
+			// Its nodes would idle longer than it will run: it is placed as
+			// greedy backfill would, when its room is free. (Evicting
+			// stragglers weighed its own cost against the earlier start.)
+			continue
 		}
 		b.add(pj.Job, slot)
 		b.l.Stats().StarvedReservations++
