@@ -20,7 +20,7 @@ import (
 // the walk stops at the first starved job that has to wait; at most
 // maxStarvedTries earliest-start searches run in one cycle. A starved job
 // whose hold would idle more GPU time than it will use is not reserved
-// (WorthHolding) unless evicting stragglers moved its start.
+// (WorthHolding), and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
 func (b *Cycle) ReserveStarved(order []int) {
 	if b.mode != EASY || b.cfg.StarveAfter < 0 {
@@ -65,18 +65,18 @@ func (b *Cycle) ReserveStarved(order []int) {
 			noSlot[key] = true
 			continue
 		}
-		evicted := slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked)
-		if evicted {
+		if !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
+			// Its nodes would idle longer than it will run: it is placed as
+			// greedy backfill would, when its room is free, and nothing is
+			// evicted for it (evicting for a hold that is then not made
+			// only restarted the same jobs cycle after cycle).
+			continue
+		}
+		if slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked) {
 			// The jobs that kept it waiting are gone: its start is earlier.
 			if earlier, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked); ok {
 				slot = earlier
 			}
-		}
-		if !evicted && !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
-			// Its nodes would idle longer than it will run: it is placed as
-			// greedy backfill would, when its room is free. (Evicting
-			// stragglers weighed its own cost against the earlier start.)
-			continue
 		}
 		b.add(pj.Job, slot)
 		b.l.Stats().StarvedReservations++
