@@ -6,8 +6,10 @@
 #   etcd      go.etcd.io/etcd/server/v3 v3.6.16 via hack/tools/etcd (etcdmain.Main)
 #   kwok      sigs.k8s.io/kwok v0.8.0 (cmd/kwok)
 #   kwok-stages/*.yaml
-#             kwok's stock stages, written by hack/tools/stages from the
-#             embed packages inside the kwok module
+#             kwok's stages, written by hack/tools/stages: the stock ones
+#             embedded in the kwok module, pod-complete with its delay
+#             annotations; rewritten (alone) whenever hack/tools/stages
+#             changes (kwok-stages/.stages-version)
 #   controller-gen
 #             sigs.k8s.io/controller-tools v0.21.0 (the release built on
 #             k8s.io v0.36), for `make generate`
@@ -43,6 +45,10 @@ STAMP="${BIN}/.tools-version"
 
 KUBE_BINARIES=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 STAGES=(node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete)
+# The stages' own stamp: a digest of the program and files that write them,
+# so that a change to a stage rewrites bin/kwok-stages without a rebuild.
+STAGES_VERSION="$(cat "${TOOLS_DIR}"/stages/*.go "${TOOLS_DIR}"/stages/*.yaml | sha256sum | cut -c1-16)"
+STAGES_STAMP="${BIN}/kwok-stages/.stages-version"
 
 log() { printf '[tools] %s\n' "$*"; }
 die() { printf '[tools] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -88,6 +94,7 @@ else
   for s in "${STAGES[@]}"; do
     [[ -s "${BIN}/kwok-stages/${s}.yaml" ]] || stages_missing=1
   done
+  [[ "$(cat "${STAGES_STAMP}" 2>/dev/null)" == "${STAGES_VERSION}" ]] || stages_missing=1
   stamp=""
   [[ -f "${STAMP}" ]] && stamp="$(cat "${STAMP}")"
 
@@ -160,8 +167,14 @@ fi
 # ---------------------------------------------------------------- kwok stages
 if [[ ${stages_missing} -eq 1 ]]; then
   log "writing kwok stages to ${BIN}/kwok-stages"
-  rm -rf "${BIN}/kwok-stages"
-  go run ./stages "${BIN}/kwok-stages" | sed 's/^/[tools]   /'
+  # Written aside and swapped in: a test starting meanwhile finds either
+  # the old stages or the new ones, never none.
+  rm -rf "${BIN}/.kwok-stages.new" "${BIN}/.kwok-stages.old"
+  go run ./stages "${BIN}/.kwok-stages.new" | sed 's/^/[tools]   /'
+  printf '%s\n' "${STAGES_VERSION}" >"${BIN}/.kwok-stages.new/.stages-version"
+  [[ -d "${BIN}/kwok-stages" ]] && mv "${BIN}/kwok-stages" "${BIN}/.kwok-stages.old"
+  mv "${BIN}/.kwok-stages.new" "${BIN}/kwok-stages"
+  rm -rf "${BIN}/.kwok-stages.old"
 fi
 
 # ---------------------------------------------------------------- smoke check

@@ -2,14 +2,15 @@ package engine
 
 import (
 	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
 )
 
-// Cycle decides what to do now, in numbered steps; each runs against the
-// cycle's own running view, so nothing is booked twice, and each step's
-// policy lives in the package named for it.
+// Cycle decides what to do now, in numbered steps; each changes capacity
+// only through the cycle's ledger (ledger.go), so nothing is booked twice,
+// and each step's policy lives in the package named for it.
 func (e *Engine) Cycle(s *Snapshot) Plan {
 	c := e.begin(s)    // 1. the running view, the scorer and the placer
 	c.warn()           //    preferences the cluster cannot honour, ignored (warnings.go)
@@ -24,15 +25,16 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	return c.finish() // 8. spares re-held, queue statuses, growth, holds lifted
 }
 
-// run is one cycle's working state: the snapshot as the steps so far left
-// it, the running view and the plan being built.
+// run is one cycle's working state: the snapshot as the driver gave it,
+// the ledger (what the steps so far decided) and each policy's part of
+// the cycle.
 type run struct {
 	e       *Engine
 	s       *Snapshot
 	l       *ledger // the running view, the jobs in it, the holds and the plan
 	scorer  placement.Scorer
 	devices placement.DeviceOrder
-	hc      healthCycle
+	hc      *health.Cycle
 	bf      *backfill.Cycle
 	qs      *queue.State
 	order   jobOrder
@@ -70,7 +72,8 @@ func (e *Engine) begin(s *Snapshot) *run {
 // jobs on failed devices and places the ranks that replace failed ones
 // before anyone else.
 func (c *run) health() {
-	c.hc = c.e.healthStep(c.l)
+	c.hc = health.NewCycle(c.l, c.e.v.health)
+	c.hc.Run()
 }
 
 // backfillPre runs backfill's steps that come before any placement: jobs
@@ -130,9 +133,9 @@ func (c *run) reserveStarved() {
 // jobs grow into capacity nobody waits for, lifts every hold and says when
 // a deferred preemption should be looked at again.
 func (c *run) finish() Plan {
-	if c.hc.holds != nil {
-		c.hc.holds.HoldAgain(c.l.view)
-		c.l.plan.Stats.SpareGPUsHeld = c.hc.holds.HeldGPUs()
+	if sp := c.hc.Spares(); sp != nil {
+		sp.HoldAgain(c.l.view)
+		c.l.plan.Stats.SpareGPUsHeld = sp.HeldGPUs()
 	}
 	if c.qs != nil {
 		c.l.plan.Queues = c.qs.Statuses(c.s, c.l.view, c.l.plan.Pending)

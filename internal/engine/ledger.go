@@ -183,7 +183,7 @@ func (lj *liveJob) pods() []cluster.Placed {
 }
 
 // The ledger is the engine's side of the policies' interfaces
-// (backfill.Ledger, preempt.Ledger, health.Ledger): what they read of the cycle, and the rules of the
+// (backfill.Ledger, preempt.Ledger, health.CycleLedger): what they read of the cycle, and the rules of the
 // other policies they may not import.
 
 // Snapshot is the cycle's input.
@@ -243,6 +243,24 @@ func (l *ledger) Stats() *CycleStats { return &l.plan.Stats }
 // Protected says rj may never be evicted now (preempt.Protected).
 func (l *ledger) Protected(rj RunningJob) bool {
 	return preempt.Protected(rj.Job, preempt.RunFor(rj, l.s.Now)) != ""
+}
+
+// Remediated records what was done about a job a failure hit.
+func (l *ledger) Remediated(r Remediation) { l.plan.Remediations = append(l.plan.Remediations, r) }
+
+// Wait records why a pending job waits.
+func (l *ledger) Wait(job workload.JobID, r Reason) {
+	l.plan.Pending = append(l.plan.Pending, Pending{Job: job, Reason: r})
+}
+
+// Resolve turns a pending job's waiting pods into its gang, or says why it
+// can never be placed (an invalid job, a model or level the cluster lacks).
+func (l *ledger) Resolve(pj PendingJob) (placement.Gang, Reason, bool) {
+	pods, reason, ok := resolvePods(l.view, pj)
+	if !ok {
+		return placement.Gang{}, reason, false
+	}
+	return gangOf(l.view, pj.Job, pods)
 }
 
 // Gang resolves a job's pods (its waiting ones) into its gang and shape

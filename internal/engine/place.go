@@ -9,9 +9,9 @@ import (
 // the holds of backfill and health, then tries to make room (shrinking,
 // pool reclaim, preemption) and finally explains why it waits.
 func (c *run) place(i int) {
-	c.hc.holds.HoldAgain(c.l.view) // spares let in for the job before
+	c.hc.Spares().HoldAgain(c.l.view) // spares let in for the job before
 	pj := c.s.Pending[i]
-	if c.hc.handled[pj.Job.ID] {
+	if c.hc.Handled(pj.Job.ID) {
 		return
 	}
 	c.l.plan.Stats.JobsConsidered++
@@ -66,7 +66,7 @@ func (c *run) place(i int) {
 		return
 	}
 	// Spares a job could never fit beside are let in for it (health).
-	c.hc.holds.LetIn(c.l.view, max(0, c.l.view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs()))
+	c.hc.Spares().LetIn(c.l.view, max(0, c.l.view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs()))
 	res := c.l.placer.PlaceGang(gang)
 	if res.Failure != nil && pj.Waiting == nil && pj.Job.GangMin() < len(pods) {
 		// Not all of an elastic job fits: start its minimum now.

@@ -1,8 +1,10 @@
 // Package health makes device and node health part of the engine's model:
 // which running pods sit on failed devices or nodes, what each job's
 // remediation policy does about it, spare capacity held back for fast
-// replacement, and suspect nodes that ordinary placement avoids. It is
-// engine code: no Kubernetes, no I/O, no clock (time comes in the input).
+// replacement, and suspect nodes that ordinary placement avoids. Cycle is
+// the health step of one scheduling cycle, run against the cycle's ledger
+// (the CycleLedger interface declared here). It is engine code: no
+// Kubernetes, no I/O, no clock (time comes in the input).
 package health
 
 import (

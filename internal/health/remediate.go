@@ -7,15 +7,10 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
-
-// Running is a job holding capacity.
-type Running struct {
-	Job  *workload.Job
-	Pods []cluster.Placed
-}
 
 // Decision is what remediation does about one job hit by a failure.
 type Decision struct {
@@ -66,7 +61,7 @@ func StrictGang(j *workload.Job) bool { return j.Pods() > 1 && j.GangMin() == j.
 // under it failed. A ReplaceRanks decision leaves the replacement's room
 // taken in the view (placed tentatively and committed), so that nothing
 // else in this cycle takes it; the driver places the new ranks next cycle.
-func (r *Remediator) Remediate(rj Running) (Decision, bool) {
+func (r *Remediator) Remediate(rj cycle.RunningJob) (Decision, bool) {
 	var failedPods []int
 	seen := map[Failure]bool{}
 	d := Decision{Job: rj.Job.ID}
@@ -158,7 +153,7 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 	for i, p := range rj.Pods {
 		d.Evict = append(d.Evict, p.Pod)
 		if !released[i] {
-			free = append(free, p)
+			free = append(free, p.Placed)
 		}
 	}
 	r.Ledger.Vacate(free)
@@ -171,10 +166,10 @@ func (r *Remediator) Remediate(rj Running) (Decision, bool) {
 // spares held there. On success the placement stays taken in the view; on
 // failure the view is as it was except that the failed pods' healthy
 // capacity is free, and the last candidate is returned.
-func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.DomainID) (cluster.DomainID, bool) {
+func (r *Remediator) replaceRoom(rj cycle.RunningJob, failed []int, candidates []cluster.DomainID) (cluster.DomainID, bool) {
 	vacate := make([]cluster.Placed, len(failed))
 	for k, i := range failed {
-		vacate[k] = rj.Pods[i]
+		vacate[k] = rj.Pods[i].Placed
 	}
 	r.Ledger.Vacate(vacate)
 	last := candidates[len(candidates)-1]
@@ -210,7 +205,7 @@ func (r *Remediator) replaceRoom(rj Running, failed []int, candidates []cluster.
 // wider than the level just above the hosts (a gang spanning racks), the
 // racks the gang already occupies come first, most of its pods first, so
 // that a replacement does not widen the gang's span.
-func (r *Remediator) domainsOf(rj Running) []cluster.DomainID {
+func (r *Remediator) domainsOf(rj cycle.RunningJob) []cluster.DomainID {
 	near := r.View.HostLevel() - 1
 	nodes := make([]int, 0, len(rj.Pods))
 	count := map[cluster.DomainID]int{}

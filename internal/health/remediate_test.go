@@ -8,6 +8,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -69,7 +70,7 @@ func TestRemediator(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := build.State(build.Topo("rack"), build.Racks(2, 3))
 			view := s.Clone()
-			rj := Running{Job: tc.job}
+			rj := cycle.RunningJob{Job: tc.job}
 			tc.job.EachPod(func(ref workload.PodRef, r workload.Request) {
 				a := cluster.Alloc{CPUMilli: r.CPUMilli, MemMiB: r.MemMiB}
 				for k := range 8 {
@@ -78,7 +79,7 @@ func TestRemediator(t *testing.T) {
 				if err := view.Allocate(ref.Index, a); err != nil {
 					t.Fatal(err)
 				}
-				rj.Pods = append(rj.Pods, cluster.Placed{Pod: ref, NodeIndex: ref.Index, Alloc: a})
+				rj.Pods = append(rj.Pods, cycle.PodBind{Placed: cluster.Placed{Pod: ref, NodeIndex: ref.Index, Alloc: a}})
 			})
 			if tc.fillRack {
 				if err := view.Allocate(2, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: workload.MilliPerGPU}}}); err != nil {

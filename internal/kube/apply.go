@@ -48,6 +48,15 @@ func (b *binder) bindGang(ctx context.Context, w *world, gb engine.GangBind) (bo
 	if kj == nil {
 		return 0, fmt.Errorf("plan names unknown job %s", gb.Job)
 	}
+	// A gang whose pods or owner went away since the snapshot binds no pod
+	// at all (bindguard.go); bindPod checks each pod again as it is sent.
+	for _, pb := range gb.Pods {
+		if pod := kj.pods[pb.Pod]; pod != nil {
+			if why := b.cache.unbindable(pod); why != "" {
+				return 0, fmt.Errorf("not bound: %s", why)
+			}
+		}
+	}
 	for i, pb := range gb.Pods {
 		if i > 0 && b.delay > 0 {
 			time.Sleep(b.delay)
@@ -65,6 +74,9 @@ func (b *binder) bindGang(ctx context.Context, w *world, gb engine.GangBind) (bo
 }
 
 func (b *binder) bindPod(ctx context.Context, w *world, pod *corev1.Pod, pb engine.PodBind) error {
+	if why := b.cache.unbindable(pod); why != "" {
+		return fmt.Errorf("not bound: %s", why)
+	}
 	ann := map[string]string{}
 	if len(pb.Devices) > 0 {
 		ann[v1alpha1.AnnotationAssignedGPUs] = strings.Join(pb.Devices, ",")

@@ -62,8 +62,12 @@ type Cache struct {
 	queues      cache.SharedIndexInformer // nil when the CRD is not installed
 	podGroupGVR schema.GroupVersionResource
 	// ownerInformers read the workload controllers' objects (owners.go),
-	// one per resource the API server serves.
+	// one per resource the API server serves; resources whose CRDs are
+	// installed later join them (ownerdiscovery.go). Guarded by ownerMu.
+	ownerMu        sync.RWMutex
 	ownerInformers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	// servedNow asks discovery whether a resource is served.
+	servedNow func(schema.GroupVersionResource) bool
 
 	wake chan struct{}
 	// cel keeps compiled DRA selectors by expression text, and their
@@ -103,6 +107,7 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterCon
 	c.classes = c.factory.Resource().V1().DeviceClasses().Informer()
 
 	c.dynF = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	c.servedNow = func(gvr schema.GroupVersionResource) bool { return isServed(client, gvr) }
 	served := servedResources(client)
 	for _, gvr := range podGroupVersions {
 		if served[gvr] {
@@ -124,15 +129,21 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterCon
 		}
 	}
 	for _, inf := range c.informers() {
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { c.Wake() },
-			UpdateFunc: func(any, any) { c.Wake() },
-			DeleteFunc: func(any) { c.Wake() },
-		}); err != nil {
+		if err := c.wakeOnChange(inf); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// wakeOnChange asks for a cycle on every change the informer sees.
+func (c *Cache) wakeOnChange(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.Wake() },
+		UpdateFunc: func(any, any) { c.Wake() },
+		DeleteFunc: func(any) { c.Wake() },
+	})
+	return err
 }
 
 func (c *Cache) informers() []cache.SharedIndexInformer {
@@ -147,7 +158,7 @@ func (c *Cache) informers() []cache.SharedIndexInformer {
 		out = append(out, c.queues)
 	}
 	for _, gvr := range ownerGVRs {
-		if inf := c.ownerInformers[gvr]; inf != nil {
+		if inf := c.ownerInformer(gvr); inf != nil {
 			out = append(out, inf)
 		}
 	}
@@ -158,17 +169,22 @@ func (c *Cache) informers() []cache.SharedIndexInformer {
 func servedResources(client kubernetes.Interface) map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range append(append(append([]schema.GroupVersionResource(nil), podGroupVersions...), topologyGVR, queueGVR), ownerGVRs...) {
-		list, err := client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if err != nil {
-			continue
-		}
-		for _, r := range list.APIResources {
-			if r.Name == gvr.Resource {
-				out[gvr] = true
-			}
-		}
+		out[gvr] = isServed(client, gvr)
 	}
 	return out
+}
+
+func isServed(client kubernetes.Interface, gvr schema.GroupVersionResource) bool {
+	list, err := client.Discovery().ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true
+		}
+	}
+	return false
 }
 
 // Start runs the informers and waits for their first lists.
@@ -182,6 +198,7 @@ func (c *Cache) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return fmt.Errorf("informer caches did not sync: %w", ctx.Err())
 	}
+	go c.discoverOwners(ctx, ownerRediscoverEvery) // ownerdiscovery.go
 	return nil
 }
 

@@ -62,17 +62,7 @@ type ownerReader interface {
 }
 
 func (l lookup) owners() *ownerView {
-	ov := &ownerView{jobs: l.c.jobs.GetStore()}
-	if inf := l.c.ownerInformers[jobSetGVR]; inf != nil {
-		ov.jobSets = inf.GetStore()
-	}
-	if inf := l.c.ownerInformers[lwsGVR]; inf != nil {
-		ov.lwss = inf.GetStore()
-	}
-	if inf := l.c.ownerInformers[rayClusterGVR]; inf != nil {
-		ov.rayClusters = inf.GetStore()
-	}
-	return ov
+	return l.c.ownerStores()
 }
 
 // laterSet is a part of a gang that its controller creates only after the

@@ -226,12 +226,25 @@ func queueResource(name, gpuResource string, models []string) (cycle.Resource, u
 }
 
 // resourceList renders engine amounts for a Queue's status, with the names
-// and units users write in spec.resources. Zero amounts are left out.
+// and units users write in spec.resources. Zero amounts are left out. The
+// GPU resource (nvidia.com/gpu) is the total over every model: the engine
+// charges GPUs per model (gpu/H100), which stay listed, but kubectl's
+// printer columns and `corral queues` read the total, and a queue written
+// with nvidia.com/gpu on a one-model cluster is charged as gpu/<model>.
 func resourceList(a cycle.Amounts, gpuResource string) corev1.ResourceList {
 	if len(a) == 0 {
 		return nil
 	}
 	out := corev1.ResourceList{}
+	var gpuTotal int64
+	for r, v := range a {
+		if r == anyGPU || strings.HasPrefix(string(r), "gpu/") {
+			gpuTotal += v
+		}
+	}
+	if gpuTotal != 0 {
+		out[corev1.ResourceName(gpuResource)] = unitMilli.quantity(gpuTotal)
+	}
 	for _, r := range a.Resources() {
 		v := a[r]
 		if v == 0 {
@@ -244,7 +257,7 @@ func resourceList(a cycle.Amounts, gpuResource string) corev1.ResourceList {
 		case r == cycle.Memory:
 			u = unitMiB
 		case r == anyGPU:
-			name, u = gpuResource, unitMilli
+			continue // in the total above
 		case strings.HasPrefix(string(r), "gpu/"):
 			u = unitMilli
 		}

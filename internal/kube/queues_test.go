@@ -290,7 +290,9 @@ func TestQueueAdmission(t *testing.T) {
 
 func TestResourceListRoundTrip(t *testing.T) {
 	got := resourceList(cycle.Amounts{"gpu/H100": 2500, "gpu": 1000, "cpu": 1500, "memory": 2048, "example.com/fpga": 3, "zero": 0}, "nvidia.com/gpu")
-	want := map[corev1.ResourceName]string{"gpu/H100": "2500m", "nvidia.com/gpu": "1", "cpu": "1500m", "memory": "2Gi", "example.com/fpga": "3"}
+	// nvidia.com/gpu is every model's GPUs: the one model's 2.5 and the 1
+	// of any model.
+	want := map[corev1.ResourceName]string{"gpu/H100": "2500m", "nvidia.com/gpu": "3500m", "cpu": "1500m", "memory": "2Gi", "example.com/fpga": "3"}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
 	}
@@ -318,6 +320,10 @@ func TestQueueStatuses(t *testing.T) {
 	}
 	if q := a.Allocated["gpu/H100"]; q.Value() != 4 {
 		t.Errorf("a: allocated %v", a.Allocated)
+	}
+	// kubectl's GPU columns and corral queues read the total.
+	if q := a.Allocated["nvidia.com/gpu"]; q.Value() != 4 {
+		t.Errorf("a: allocated %v, want nvidia.com/gpu too", a.Allocated)
 	}
 	if q := a.FairShare["gpu/H100"]; q.Value() != 8 {
 		t.Errorf("a: fair share %v", a.FairShare)

@@ -1,11 +1,15 @@
-// Command stages writes kwok's stock stage configurations (embedded in the
-// sigs.k8s.io/kwok module) to a directory, one YAML file per stage, so that
-// the kwok controller can be started with one --config per file.
+// Command stages writes kwok's stage configurations to a directory, one
+// YAML file per stage, so that the kwok controller can be started with one
+// --config per file. They are kwok's stock stages (embedded in the
+// sigs.k8s.io/kwok module) except pod-complete (pod-complete.yaml here): the
+// stock fast one has no delay, so the pod-complete.stage.kwok.x-k8s.io/delay
+// annotation that tests use to keep a Job's pods running was ignored.
 //
 // Usage: go run ./stages <output-dir>
 package main
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +19,12 @@ import (
 	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
 )
 
+// podComplete is kwok's fast pod-complete stage with the general stage's
+// annotation-driven delay (default: none).
+//
+//go:embed pod-complete.yaml
+var podComplete string
+
 var stages = []struct {
 	file, content string
 }{
@@ -22,7 +32,7 @@ var stages = []struct {
 	{"node-heartbeat-with-lease.yaml", nodeheartbeat.DefaultNodeHeartbeatWithLease},
 	{"pod-ready.yaml", podfast.DefaultPodReady},
 	// pod-complete only fires for pods owned by a Job (stock kwok behaviour).
-	{"pod-complete.yaml", podfast.DefaultPodComplete},
+	{"pod-complete.yaml", podComplete},
 	{"pod-delete.yaml", podfast.DefaultPodDelete},
 }
 
