@@ -39,9 +39,13 @@ chromium: ## Install Debian's chromium for the report's browser checks, if missi
 		echo "chromium could not be installed: TestReportInBrowser will skip"; \
 	else echo "no chromium, and apt-get needs root: TestReportInBrowser will skip (apt-get install -y chromium)"; fi
 
-integration: tools ## Integration tests against kube-apiserver + etcd + controller-manager + kwok (+ JobSet, LWS, KubeRay)
-	bash hack/tools/controllers.sh jobset lws kuberay
-	$(GO) test -count=1 -timeout 30m ./test/integration/...
+# ./test/integration/... is two packages that go test runs at once, each on
+# its own control plane: the suite, and test/integration/soak (a cluster
+# held 10 minutes with running gangs), so the soak does not add its 10
+# minutes to the suite's wall time (docs/dev/control-plane.md).
+integration: tools ## Integration tests against kube-apiserver + etcd + controller-manager + kwok (+ JobSet, LWS, KubeRay, Kueue), and the 10-minute soak beside them
+	bash hack/tools/controllers.sh jobset lws kuberay kueue
+	$(GO) test -count=1 -p 2 -timeout 30m ./test/integration/...
 
 fuzz: ## Short fuzzing runs of the trace and cluster readers
 	@for f in FuzzReadOpenbCSV FuzzReadJobTraceCSV FuzzReadJobTraceYAML FuzzReadClusterYAML FuzzReadPhilly; do \

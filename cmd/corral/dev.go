@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -77,7 +78,7 @@ for. The DeviceClass gpu.nvidia.com is created in every mode.`,
   go run ./cmd/corral dev up
   go run ./cmd/corral dev up --gpu-mode dra
   go run ./cmd/corral dev up --blocks 1 --racks 4 --nodes 8 --keep
-  go run ./cmd/corral dev up --with jobset,lws,kuberay   # make controllers first`,
+  go run ./cmd/corral dev up --with jobset,lws,kuberay,kueue   # make controllers first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDevUp(cmd, o)
@@ -97,7 +98,7 @@ for. The DeviceClass gpu.nvidia.com is created in every mode.`,
 	f.StringVar(&o.healthAddr, "health-address", "", "serve /healthz and /readyz here, e.g. 127.0.0.1:8081 (default: off)")
 	f.StringVar(&o.logLevel, "log-level", "info", "scheduler log level: debug, info, warn or error")
 	f.DurationVar(&o.startTimeout, "start-timeout", 3*time.Minute, "bound on starting the control plane")
-	f.StringSliceVar(&o.with, "with", nil, "also run these workload controllers, built by 'make controllers': jobset, lws, kuberay (see docs/controllers/)")
+	f.StringSliceVar(&o.with, "with", nil, "also run these workload controllers, built by 'make controllers': jobset, lws, kuberay, kueue (see docs/controllers/)")
 	return cmd
 }
 
@@ -164,14 +165,9 @@ func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	var controllers []framework.Controller
-	for _, w := range o.with {
-		switch n := framework.Controller(strings.TrimSpace(w)); n {
-		case framework.JobSet, framework.LeaderWorkerSet, framework.KubeRay:
-			controllers = append(controllers, n)
-		default:
-			return fmt.Errorf("--with %q: want jobset, lws or kuberay", w)
-		}
+	controllers, err := devControllers(o.with)
+	if err != nil {
+		return err
 	}
 	if missing := framework.ControllersMissing(controllers...); len(missing) > 0 {
 		return fmt.Errorf("--with: missing %v; build them with 'make controllers'", missing)
@@ -458,6 +454,26 @@ func printDevSummary(w io.Writer, s devSummary) {
 	for _, c := range cmds {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
-	fmt.Fprintf(w, "\nkwok completes a Job's pods as soon as they run; explain answers for pending and\nrunning pods.\n")
+	fmt.Fprintf(w, "\nkwok completes a Job's pods as soon as they run (the pod annotation\npod-complete.stage.kwok.x-k8s.io/delay: 1h keeps them running); explain answers\nfor pending and running pods.\n")
 	fmt.Fprintf(w, "\nCtrl-C stops the cluster.\n")
+}
+
+// devControllers reads --with: the controllers to run, in the order they
+// start (Kueue after the others, so that it manages their kinds).
+func devControllers(with []string) ([]framework.Controller, error) {
+	want := map[framework.Controller]bool{}
+	for _, w := range with {
+		n := framework.Controller(strings.TrimSpace(w))
+		if !slices.Contains(framework.Controllers, n) {
+			return nil, fmt.Errorf("--with %q: want jobset, lws, kuberay or kueue", w)
+		}
+		want[n] = true
+	}
+	var out []framework.Controller
+	for _, n := range framework.Controllers {
+		if want[n] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

@@ -46,6 +46,7 @@ type simOptions struct {
 	starveAfter                        time.Duration
 	reserveConfidence                  float64
 	rendezvous, migReconfigure         time.Duration
+	info                               string
 }
 
 func newSimCmd() *cobra.Command {
@@ -78,10 +79,15 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
   corral sim --cluster openb --trace openb:default --protocol fgd --seeds 42-51
   corral sim --cluster lingjun --trace gen:llm?jobs=3000 --json out.json
   corral sim --trace 'gen:llm?jobs=800&late=0.5' --queues teams --policies corral,corral-newest
+  corral sim --info no-runtimes --policies corral,greedy,kube-gang,kueue-tas --seeds 45-49
   corral sim --trace gen:llm --save-trace llm.csv && corral sim --trace llm.csv
   corral sim --cluster examples/sample-cluster.yaml --topology examples/topology.yaml --trace examples/sim/jobs.csv`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := withInformation(o, cmd.Flags().Changed("mig-reconfigure"))
+			if err != nil {
+				return err
+			}
 			return runSim(cmd.OutOrStdout(), cmd.ErrOrStderr(), o, strings.Join(os.Args, " "))
 		},
 	}
@@ -108,6 +114,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.DurationVar(&o.rendezvous, "rendezvous-timeout", sim.DefaultRendezvous, "replay: a job whose pods have not all started by then fails, frees them and is resubmitted (negative: never)")
 	f.DurationVar(&o.migReconfigure, "mig-reconfigure", sim.DefaultMIGReconfigure, "replay: how long a MIG re-partition keeps the GPU out of service (negative: instantaneous, the oracle)")
 	f.Float64Var(&o.reserveConfidence, "reserve-confidence", 0, "corral: least confidence (0-1) in a blocked job's expected start to reserve for it before it starves (0: the engine default, 0.7; negative: always)")
+	f.StringVar(&o.info, "info", infoRealistic, "what the scheduler is told about gen:llm jobs: realistic (20% declare an over-estimated runtime, checkpoints jittered and known once reported, MIG re-partitions take time), no-runtimes (nobody declares one) or oracle (exact runtimes, periodic checkpoints, instantaneous re-partitions)")
 	f.DurationVar(&o.starveAfter, "starve-after", 0, "corral: wait after which a job is reserved ahead of everything (0: the engine default, 24h; negative: off)")
 	return cmd
 }

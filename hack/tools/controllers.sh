@@ -17,6 +17,10 @@
 # downloaded module with the module's own go.mod and go.sum: the controllers
 # run with exactly the dependency versions their release pins.
 #
+# One source change, only where a controller cannot run outside its
+# container image otherwise (patch_source below): Kueue reads its metrics
+# certificate from a fixed path. The stamp records it (kueue=v0.17.0+...).
+#
 # Separate from build.sh on purpose: its own stamp (bin/.controllers-version)
 # so that building the controllers never rebuilds the Kubernetes tools and
 # the Kubernetes tools' stamp (bin/.tools-version) keeps meaning what it did.
@@ -47,6 +51,33 @@ CONTROLLERS=(
 log() { printf '[controllers] %s\n' "$*"; }
 die() { printf '[controllers] ERROR: %s\n' "$*" >&2; exit 1; }
 
+# patch_rev NAME: what patch_source changes in NAME, for the stamp.
+patch_rev() {
+  case "$1" in
+    kueue) echo "+metrics-cert-dir-env" ;;
+    *) echo "" ;;
+  esac
+}
+
+# patch_source NAME SRC: changes the writable copy of a module before it
+# is built.
+patch_source() {
+  case "$1" in
+    kueue)
+      # With its internal certificate management off (the webhooks use the
+      # test CA's certificate on loopback), Kueue v0.17.0 loads its metrics
+      # server's certificate from /etc/kueue/metrics/certs, the mount of its
+      # container image, and exits when the files are missing, even with
+      # metrics off; nobody but root can create that path. Read the
+      # directory from KUEUE_METRICS_CERT_DIR first.
+      local f="$2/cmd/kueue/main.go"
+      local old='metricsCertPath := "/etc/kueue/metrics/certs"'
+      grep -qF "${old}" "${f}" || die "kueue: ${f} no longer sets ${old}; review patch_source"
+      sed -i "s|${old}|${old}; if d := os.Getenv(\"KUEUE_METRICS_CERT_DIR\"); d != \"\" { metricsCertPath = d }|" "${f}"
+      ;;
+  esac
+}
+
 wanted=("$@")
 if [[ ${#wanted[@]} -eq 0 ]]; then wanted=(jobset lws kuberay kueue); fi
 
@@ -62,7 +93,7 @@ for want in "${wanted[@]}"; do
     read -r name module version main binary crds webhooks <<<"${row}"
     [[ "${name}" == "${want}" ]] || continue
     found=1
-    line="${name}=${version}"
+    line="${name}=${version}$(patch_rev "${name}")"
     dir="$(GOFLAGS=-mod=mod go mod download -json "${module}@${version}" |
       sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
     [[ -d "${dir}" ]] || die "could not download ${module}@${version}"
@@ -83,6 +114,7 @@ for want in "${wanted[@]}"; do
     tmp="$(mktemp -d "${BIN}/.build-${name}.XXXXXX")"
     cp -r "${dir}/." "${tmp}/src"
     chmod -R u+w "${tmp}/src"
+    patch_source "${name}" "${tmp}/src"
     log "building ${binary} from ${module}@${version} (~7-8 min cold on 2 cores)"
     start=$(date +%s)
     (cd "${tmp}/src" && go build -trimpath -ldflags "-s -w" -o "${tmp}/${binary}" "${main}")

@@ -26,16 +26,19 @@ type Config struct {
 	// StarveAfter is the wait after which a job's reservation is made
 	// before anything is placed, so that jobs ahead of it in the order
 	// (higher priority, other queues) must also leave its room alone unless
-	// they end first. It bounds the wait of any job that can fit: the
-	// starvation age plus the longest estimated runtime in its way. Zero
-	// means DefaultStarveAfter; negative turns it off.
+	// they end first. When the reservation is worth holding (WorthHolding:
+	// it idles no more GPU time than the job will use) it bounds the job's
+	// wait by the starvation age plus the estimated runtimes in its way;
+	// otherwise the job starts when its room is free, as under greedy
+	// backfill. Zero means DefaultStarveAfter; negative turns it off.
 	StarveAfter time.Duration
 	// ReserveConfidence is the least confidence (Slot.Conf) a blocked head
 	// job's reservation needs to be made before the job starves: below it
 	// the expected start is a guess, and holding nodes for a guess idles
 	// them while greedy backfill would use them. Zero means
 	// DefaultReserveConfidence; negative always reserves. Starved jobs are
-	// reserved whatever the confidence: that bounds every wait.
+	// reserved whatever the confidence, when the hold is worth its idle GPU
+	// time (WorthHolding).
 	ReserveConfidence float64
 }
 
@@ -367,6 +370,11 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 		// cycle would cost a replay each.
 		r.Message += fmt.Sprintf("; no reservation yet: its start (~%s%s) rests on estimates too weak to hold nodes for; others may use them until it has waited %s",
 			Humanize(slot.Start.Sub(s.Now)), Sureness(slot), Humanize(b.cfg.StarveAfter))
+		return r
+	}
+	if !WorthHolding(s.Runtimes, j, slot, s.Now) {
+		r.Message += fmt.Sprintf("; no reservation: holding nodes until its start (~%s%s) would idle %.0f GPU-hours, more than the %.0f it is expected to use; it starts when its room is free",
+			Humanize(slot.Start.Sub(s.Now)), Sureness(slot), slot.Idle/3600, Protected(s.Runtimes, j)/3600)
 		return r
 	}
 	rv := b.add(j, slot)

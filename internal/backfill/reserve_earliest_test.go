@@ -48,7 +48,7 @@ func TestEarliest(t *testing.T) {
 		wantOK   bool
 	}{
 		"one node frees first":              {pods: 1, want: Slot{Start: now.Add(time.Hour), Level: 2, Nodes: []int{0}, Releases: 1, Conf: 1}, wantOK: true},
-		"two nodes wait for both ends":      {pods: 2, required: "rack", want: Slot{Start: now.Add(3 * time.Hour), Level: 1, Domain: 1, Nodes: []int{0, 1}, Releases: 2, Conf: 1}, wantOK: true},
+		"two nodes wait for both ends":      {pods: 2, required: "rack", want: Slot{Start: now.Add(3 * time.Hour), Level: 1, Domain: 1, Nodes: []int{0, 1}, Releases: 2, Conf: 1, Idle: 8 * 2 * 3600}, wantOK: true},
 		"a blocked node is never offered":   {pods: 1, blocked: []int{0}, want: Slot{Start: now.Add(3 * time.Hour), Level: 2, Nodes: []int{1}, Releases: 2, Conf: 1}, wantOK: true},
 		"a job without estimate never ends": {pods: 3, required: "rack"},
 	}
@@ -106,5 +106,61 @@ func TestEarliestExtendsOverdueHolders(t *testing.T) {
 	slot, ok := Earliest(s, holders, g, now, &History{}, nil)
 	if !ok || !slot.Start.Equal(now.Add(3*time.Hour)) || slot.Extended != 1 || slot.Conf != 0.5 {
 		t.Fatalf("Earliest = %+v, %v; want a start in 3 h on one extended estimate at confidence 0.5", slot, ok)
+	}
+}
+
+// TestWorthHolding: a 2-node rack (8 GPUs each), node 0 busy for 3 h, node
+// 1 free. A 16-GPU gang's slot is in 3 h and holding it idles node 1's 8
+// GPUs for 3 h (24 GPU-hours): worth it for a gang that will use more than
+// that, not for a shorter one, nor for one without any runtime estimate;
+// a gang that fits now costs nothing to hold.
+func TestWorthHolding(t *testing.T) {
+	now := time.Unix(1_000_000, 0).UTC()
+	cases := map[string]struct {
+		busy    time.Duration // node 0's job; 0: node 0 is free too
+		runtime time.Duration // the gang's declared runtime; 0: none
+		want    bool
+	}{
+		"runs 2 h (32 GPU-h) > 24 GPU-h idle": {busy: 3 * time.Hour, runtime: 2 * time.Hour, want: true},
+		"runs 1 h (16 GPU-h) < 24 GPU-h idle": {busy: 3 * time.Hour, runtime: time.Hour},
+		"no estimate: nothing to weigh":       {busy: 3 * time.Hour},
+		"fits now: holding costs nothing":     {runtime: time.Minute, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(1, 2))
+			var holders []Holder
+			if tc.busy > 0 {
+				j := build.Job("busy").GPUs(8).Expected(tc.busy).Obj()
+				a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
+				for k := range 8 {
+					a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: workload.MilliPerGPU})
+				}
+				if err := s.Allocate(0, a); err != nil {
+					t.Fatal(err)
+				}
+				holders = append(holders, Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: 0, Alloc: a}}})
+			}
+			jb := build.Job("g").Pods(2).GPUs(8)
+			if tc.runtime > 0 {
+				jb = jb.Expected(tc.runtime)
+			}
+			j := jb.Obj()
+			g := placement.Gang{Required: -1, Preferred: -1}
+			j.EachPod(func(ref workload.PodRef, r workload.Request) {
+				pr, _ := placement.Resolve(s, ref, r)
+				g.Pods = append(g.Pods, pr)
+			})
+			slot, ok := Earliest(s, holders, g, now, &History{}, nil)
+			if !ok {
+				t.Fatal("no slot")
+			}
+			if want := float64(8 * tc.busy / time.Second); slot.Idle != want {
+				t.Errorf("Idle = %v GPU-s, want %v", slot.Idle, want)
+			}
+			if got := WorthHolding(&History{}, j, slot, now); got != tc.want {
+				t.Errorf("WorthHolding = %v, want %v (idle %v GPU-s, protected %v)", got, tc.want, slot.Idle, Protected(&History{}, j))
+			}
+		})
 	}
 }

@@ -18,7 +18,9 @@ import (
 // one drain of the cluster instead of paying one each. Starved jobs that fit
 // now are reserved too (their room is theirs this cycle) and do not count:
 // the walk stops at the first starved job that has to wait; at most
-// maxStarvedTries earliest-start searches run in one cycle.
+// maxStarvedTries earliest-start searches run in one cycle. A starved job
+// whose hold would idle more GPU time than it will use is not reserved
+// (WorthHolding), and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
 func (b *Cycle) ReserveStarved(order []int) {
 	if b.mode != EASY || b.cfg.StarveAfter < 0 {
@@ -61,6 +63,13 @@ func (b *Cycle) ReserveStarved(order []int) {
 		slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked)
 		if !ok {
 			noSlot[key] = true
+			continue
+		}
+		if !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
+			// Its nodes would idle longer than it will run: it is placed as
+			// greedy backfill would, when its room is free, and nothing is
+			// evicted for it (evicting for a hold that is then not made
+			// only restarted the same jobs cycle after cycle).
 			continue
 		}
 		if slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked) {

@@ -258,6 +258,13 @@ func (b *JobBuilder) Nodes(key string, names []string, why ...workload.Exclusion
 	return b
 }
 
+// Prefer gives the pods soft node preferences (a driver's preferred node
+// affinity and PreferNoSchedule taints), as node name, score pairs.
+func (b *JobBuilder) Prefer(key string, scores map[string]int64) *JobBuilder {
+	b.set.Request.Prefer = &workload.NodePreference{Key: key, Scores: scores}
+	return b
+}
+
 // Apart keeps the pods apart on a node label (pod anti-affinity between
 // replicas).
 func (b *JobBuilder) Apart(key string) *JobBuilder {

@@ -13,7 +13,8 @@ import (
 
 // TestStarvationAge: a gang that has waited past the starvation age keeps
 // its room even from jobs ahead of it in the order (higher priority), unless
-// they end before it starts.
+// they end before it starts. The gang runs 4 h on 16 GPUs, so a reservation
+// that idles a node for up to 4 h is worth holding.
 func TestStarvationAge(t *testing.T) {
 	cases := map[string]struct {
 		starve     time.Duration
@@ -37,7 +38,7 @@ func TestStarvationAge(t *testing.T) {
 			w.now = t0.Add(tc.waited)
 			w.run(min8("busy", 60), "r0-n-0")
 			tc.hp.Submit = w.now
-			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head := build.Job("head").GPUs(8).Pods(2).Expected(4 * time.Hour).Obj()
 			head.Submit = t0
 			w.submit(head, tc.hp)
 			p := w.runCycle()
@@ -84,7 +85,8 @@ func TestStarvedLargestFirst(t *testing.T) {
 // small long job while the rest of its rack frees in 30 min. The straggler
 // is evicted only when it is small (at most 1/8 of the gang's GPUs),
 // preemptible, of no higher priority, and loses little work next to the
-// time the gang gains; then the reservation starts at 30 min.
+// time the gang gains; then the reservation starts at 30 min. The gang runs
+// 10 h, so holding its nodes 9 h is worth it either way.
 func TestStarvedJobEvictsStragglers(t *testing.T) {
 	straggler := func(gpus int, prio int32, preemptible bool, expected time.Duration) *workload.Job {
 		b := build.Job("straggler").GPUs(gpus).Priority(prio).Expected(expected)
@@ -117,7 +119,7 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 			busy := build.Job("busy").GPUs(7).Expected(30 * time.Minute).Obj()
 			busy.Submit = now
 			w.run(busy, "r0-n-1")
-			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
+			head := build.Job("head").GPUs(8).Pods(2).Expected(10 * time.Hour).Obj()
 			head.Submit = t0
 			w.submit(head)
 			p := w.runCycle()
@@ -171,6 +173,46 @@ func TestMaxRuntime(t *testing.T) {
 			}
 			if !outcomeOf(p, "next").Placed {
 				t.Errorf("the freed node was not reused in the same cycle")
+			}
+		})
+	}
+}
+
+// TestStarvedReservationWorthHolding: a starved 16-GPU gang waits 10 h for
+// a job on one of two nodes; holding the other idles 8 GPUs for 10 h (80
+// GPU-hours). A gang that will run 1 h (16 GPU-hours) is not worth that:
+// no reservation, and a 12-hour job takes the free node, as greedy backfill
+// would. One that will run 6 h (96 GPU-hours) is: the node is held.
+func TestStarvedReservationWorthHolding(t *testing.T) {
+	cases := map[string]struct {
+		runtime    time.Duration
+		wantHeld   bool
+		wantFiller bool
+	}{
+		"runs 1 h: not worth 80 idle GPU-hours": {runtime: time.Hour, wantFiller: true},
+		"runs 6 h: worth them":                  {runtime: 6 * time.Hour, wantHeld: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			w.now = t0.Add(25 * time.Hour)
+			w.run(min8("long", 600), "r0-n-0")
+			head := build.Job("head").GPUs(8).Pods(2).Expected(tc.runtime).Obj()
+			head.Submit = t0
+			filler := min8("filler", 12*60)
+			filler.Submit = w.now
+			w.submit(head, filler)
+			p := w.runCycle()
+			if got := len(p.Reservations) == 1 && p.Stats.StarvedReservations == 1; got != tc.wantHeld {
+				t.Errorf("reservations %+v (starved %d), want held %v", p.Reservations, p.Stats.StarvedReservations, tc.wantHeld)
+			}
+			if got := outcomeOf(p, "filler").Placed; got != tc.wantFiller {
+				t.Errorf("filler placed = %v, want %v", got, tc.wantFiller)
+			}
+			for _, pe := range p.Pending {
+				if pe.Job == "head" && !tc.wantHeld && !strings.Contains(pe.Reason.Message, "would idle 80 GPU-hours, more than the 16 it is expected to use") {
+					t.Errorf("head reason %q", pe.Reason.Message)
+				}
 			}
 		})
 	}

@@ -128,7 +128,7 @@ func TestReservationReason(t *testing.T) {
 	w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral})
 	w.run(min8("a", 40), "r0-n-0")
 	w.run(min8("b", 90), "r1-n-0")
-	w.submit(build.Job("head").GPUs(8).Pods(2).Required("rack").Obj())
+	w.submit(build.Job("head").GPUs(8).Pods(2).Required("rack").Expected(time.Hour).Obj())
 	p := w.runCycle()
 	if len(p.Pending) != 1 {
 		t.Fatalf("pending %+v", p.Pending)
@@ -156,8 +156,8 @@ func TestReservationCap(t *testing.T) {
 			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral, Backfill: tc.cfg})
 			w.run(min8("a", 40), "r0-n-0")
 			w.run(min8("b", 90), "r1-n-0")
-			w.submit(build.Job("h1").GPUs(8).Pods(2).Required("rack").Submit(1).Obj(),
-				build.Job("h2").GPUs(8).Pods(2).Required("rack").Submit(2).Obj())
+			w.submit(build.Job("h1").GPUs(8).Pods(2).Required("rack").Expected(time.Hour).Submit(1).Obj(),
+				build.Job("h2").GPUs(8).Pods(2).Required("rack").Expected(time.Hour).Submit(2).Obj())
 			p := w.runCycle()
 			if len(p.Reservations) != tc.want {
 				t.Errorf("%d reservations (%+v), want %d", len(p.Reservations), p.Reservations, tc.want)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	v1helper "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -39,13 +40,17 @@ import (
 //     pod (the first pods of a co-located group) co-locates the gang: its
 //     topology key must be kubernetes.io/hostname or a level of the
 //     cluster's Topology, which becomes the job's required level.
-//   - Not supported, and reported as the job's pending reason: a
-//     namespaceSelector with labels (corral reads no Namespaces), and an
+//   - A term's namespaceSelector matches namespaces by their labels, read
+//     from a Namespace informer (InterPodAffinity's namespace lister); a
+//     namespace corral cannot read has no labels, as in the scheduler.
+//   - Not supported, and reported as the job's pending reason: an
 //     anti-affinity term that selects pods of the same job that do not
 //     carry it. Pods of two different jobs placed in the same cycle are not
 //     checked against each other; the next cycle sees them as running.
-//   - Preferred terms (node and pod) and PreferNoSchedule taints are
-//     ignored: they are scores in kube-scheduler, never filters.
+//   - Preferred node affinity and PreferNoSchedule taints are scored as
+//     kube-scheduler scores them (affinity_score.go) and break ties between
+//     nodes corral's placement scores the same. Preferred pod
+//     (anti-)affinity terms are ignored.
 
 // untoleratedEffect is kube-scheduler's TaintToleration filter: only
 // NoSchedule and NoExecute taints keep a pod off a node; PreferNoSchedule
@@ -72,7 +77,27 @@ type eligibility struct {
 	antiRunning []runningTerm
 	byUID       map[string]*podConstraints
 	byKey       map[string]*podConstraints
-	logger      klog.Logger
+	// nsLabels are the labels of each namespace, for terms that select
+	// namespaces by label; nil before withNamespaces.
+	nsLabels map[string]labels.Set
+	logger   klog.Logger
+}
+
+// withNamespaces gives the matcher the cluster's namespaces, whose labels a
+// term's namespaceSelector matches. Call it before the first forPod.
+func (e *eligibility) withNamespaces(namespaces []*corev1.Namespace) *eligibility {
+	e.nsLabels = make(map[string]labels.Set, len(namespaces))
+	for _, ns := range namespaces {
+		e.nsLabels[ns.Name] = labels.Set(ns.Labels)
+	}
+	return e
+}
+
+// matches is InterPodAffinity's term match: pod q is in one of the term's
+// namespaces, or its namespace's labels match the term's namespaceSelector,
+// and its labels match the term's selector.
+func (e *eligibility) matches(t *fwk.AffinityTerm, q *corev1.Pod) bool {
+	return t.Matches(q, e.nsLabels[q.Namespace])
 }
 
 type runningTerm struct {
@@ -85,6 +110,9 @@ type runningTerm struct {
 type podConstraints struct {
 	// filter is nil when every managed node is eligible.
 	filter *workload.NodeFilter
+	// prefer is the pod's soft preferences among those nodes
+	// (affinity_score.go); nil when it prefers none.
+	prefer *workload.NodePreference
 	// apart is its anti-affinity between pods of its job.
 	apart []workload.Apart
 	// antiTerms are its required anti-affinity terms, each with the Apart it
@@ -177,20 +205,13 @@ func (e *eligibility) compute(p *corev1.Pod) *podConstraints {
 	if err != nil {
 		return &podConstraints{problem: fmt.Sprintf("pod anti-affinity: %v", err)}
 	}
-	for _, terms := range [][]corev1.PodAffinityTerm{fwk.GetPodAffinityTerms(p.Spec.Affinity), fwk.GetPodAntiAffinityTerms(p.Spec.Affinity)} {
-		for _, t := range terms {
-			if s := t.NamespaceSelector; s != nil && (len(s.MatchLabels) > 0 || len(s.MatchExpressions) > 0) {
-				return &podConstraints{problem: "a pod (anti-)affinity term selects namespaces by label, which corral does not support (it reads no Namespace objects); list them in namespaces instead"}
-			}
-		}
-	}
 	key := constraintKey{Namespace: p.Namespace, NodeSelector: p.Spec.NodeSelector, Affinity: p.Spec.Affinity,
-		Tolerations: p.Spec.Tolerations, SelfAffinity: len(aff) > 0 && matchesAll(aff, p)}
+		Tolerations: p.Spec.Tolerations, SelfAffinity: len(aff) > 0 && e.matchesAll(aff, p)}
 	for i := range anti {
-		key.SelfAnti = append(key.SelfAnti, anti[i].Matches(p, nil))
+		key.SelfAnti = append(key.SelfAnti, e.matches(&anti[i], p))
 	}
 	for i := range e.antiRunning {
-		if e.antiRunning[i].term.Matches(p, nil) {
+		if e.matches(&e.antiRunning[i].term, p) {
 			key.Rejected = append(key.Rejected, i)
 		}
 	}
@@ -226,7 +247,7 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 			affValues[i] = map[string]bool{}
 		}
 		for _, rp := range e.running {
-			if !matchesAll(aff, rp) {
+			if !e.matchesAll(aff, rp) {
 				continue
 			}
 			labels := e.nodeOf[rp.Spec.NodeName].Labels
@@ -252,7 +273,7 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 	for i, t := range anti {
 		antiValues[i] = map[string]bool{}
 		for _, rp := range e.running {
-			if t.Matches(rp, nil) {
+			if e.matches(&t, rp) {
 				if v, ok := e.nodeOf[rp.Spec.NodeName].Labels[t.TopologyKey]; ok {
 					antiValues[i][v] = true
 				}
@@ -268,6 +289,7 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 
 	counts := map[string]int{}
 	var names []string
+	var feasible []*corev1.Node
 	for _, n := range e.nodes {
 		if !nodeSchedulable(n) {
 			// Cordoned or not Ready: no pod may use it (cluster.Node's
@@ -281,7 +303,9 @@ func (e *eligibility) evaluate(p *corev1.Pod, key string, ck constraintKey, aff,
 			continue
 		}
 		names = append(names, n.Name)
+		feasible = append(feasible, n)
 	}
+	c.prefer = e.preference(p, key, feasible)
 	if len(counts) == 0 {
 		return c // every node: no filter, the engine's fast path
 	}
@@ -342,9 +366,9 @@ func (e *eligibility) excludes(p *corev1.Pod, n *corev1.Node, required nodeaffin
 
 // matchesAll reports whether pod q matches every term (namespaces and
 // selector), as kube-scheduler counts pods for affinity.
-func matchesAll(terms []fwk.AffinityTerm, q *corev1.Pod) bool {
+func (e *eligibility) matchesAll(terms []fwk.AffinityTerm, q *corev1.Pod) bool {
 	for i := range terms {
-		if !terms[i].Matches(q, nil) {
+		if !e.matches(&terms[i], q) {
 			return false
 		}
 	}
@@ -408,7 +432,7 @@ func gangAffinity(members []*corev1.Pod, e *eligibility) (together []string, pro
 			// would be checked only one way round; corral keeps terms
 			// symmetric between pods of one job.
 			for _, q := range members {
-				if q == p || !at.term.Matches(q, nil) {
+				if q == p || !e.matches(&at.term, q) {
 					continue
 				}
 				if at.apart.Term == "" || !hasApart(e.forPod(q).apart, at.apart) {

@@ -178,11 +178,6 @@ func TestEligibility(t *testing.T) {
 			want: []string{"c1", "g2", "g3"},
 			why:  "3 nodes have a running pod in their zone whose anti-affinity rejects it; " + noExecWhy,
 		},
-		"a namespaceSelector with labels is not supported": {
-			aff: antiAffinity(corev1.PodAffinityTerm{TopologyKey: zoneLabel, LabelSelector: &metav1.LabelSelector{},
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}}),
-			problem: "a pod (anti-)affinity term selects namespaces by label, which corral does not support (it reads no Namespace objects); list them in namespaces instead",
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

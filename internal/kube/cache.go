@@ -57,6 +57,7 @@ type Cache struct {
 	slices      cache.SharedIndexInformer
 	claims      cache.SharedIndexInformer
 	classes     cache.SharedIndexInformer
+	namespaces  cache.SharedIndexInformer // their labels, for pod affinity's namespaceSelector
 	podGroups   cache.SharedIndexInformer // nil when the API server serves none
 	topologies  cache.SharedIndexInformer // nil when the CRD is not installed
 	queues      cache.SharedIndexInformer // nil when the CRD is not installed
@@ -105,6 +106,7 @@ func NewCache(client kubernetes.Interface, dyn dynamic.Interface, cfg adapterCon
 	c.slices = c.factory.Resource().V1().ResourceSlices().Informer()
 	c.claims = c.factory.Resource().V1().ResourceClaims().Informer()
 	c.classes = c.factory.Resource().V1().DeviceClasses().Informer()
+	c.namespaces = c.factory.Core().V1().Namespaces().Informer()
 
 	c.dynF = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	c.servedNow = func(gvr schema.GroupVersionResource) bool { return isServed(client, gvr) }
@@ -147,7 +149,7 @@ func (c *Cache) wakeOnChange(inf cache.SharedIndexInformer) error {
 }
 
 func (c *Cache) informers() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{c.pods, c.nodes, c.jobs, c.slices, c.claims, c.classes}
+	out := []cache.SharedIndexInformer{c.pods, c.nodes, c.jobs, c.slices, c.claims, c.classes, c.namespaces}
 	if c.podGroups != nil {
 		out = append(out, c.podGroups)
 	}

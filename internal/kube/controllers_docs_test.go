@@ -62,3 +62,29 @@ func TestControllerDocsExamples(t *testing.T) {
 		})
 	}
 }
+
+// TestKueueDocsExamples: docs/controllers/kueue.md shows the two files the
+// integration test TestKueueAdmitsCorralPlaces applies, verbatim, and the
+// Job's required topology maps to the rack level the page says.
+func TestKueueDocsExamples(t *testing.T) {
+	page, err := os.ReadFile("../../docs/controllers/kueue.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"kueue.yaml", "kueue-job.yaml"} {
+		file, err := os.ReadFile("../../docs/controllers/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(page), string(file)) {
+			t.Errorf("docs/controllers/kueue.md does not show %s verbatim", f)
+		}
+	}
+	file, err := os.ReadFile("../../docs/controllers/kueue-job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(file), kueueRequiredTopology+": corral.dev/rack") {
+		t.Errorf("kueue-job.yaml does not ask Kueue for one rack (%s)", kueueRequiredTopology)
+	}
+}

@@ -54,7 +54,7 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 		if c.problem != "" {
 			return r, fmt.Errorf("%s", c.problem)
 		}
-		r.Nodes, r.Apart = c.filter, c.apart
+		r.Nodes, r.Apart, r.Prefer = c.filter, c.apart, c.prefer
 	} else if len(p.Spec.NodeSelector) > 0 {
 		r.NodeLabels = p.Spec.NodeSelector
 	}

@@ -201,7 +201,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 
 	// Taints, node affinity and pod affinity: matched once per distinct
 	// constraint against the managed nodes and the pods placed so far.
-	lk.elig = newEligibility(managed, allNodes, pods, nodesOf(assumed))
+	lk.elig = newEligibility(managed, allNodes, pods, nodesOf(assumed)).withNamespaces(c.listNamespaces())
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
 	w.queues = c.readQueues(state.Models())
 	snap := &engine.Snapshot{State: state, Now: now, Queues: w.queues.specs}

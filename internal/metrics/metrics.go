@@ -133,7 +133,14 @@ type Summary struct {
 	// the last arrival included: a policy that defers big jobs past the
 	// arrival window cannot hide their drain from it.
 	UtilizationMakespanPct float64 `json:"utilization_makespan_pct"`
-	AllocatedPct           float64 `json:"allocated_pct"`
+	// WorkMakespanPct is the work of the jobs that completed, at full speed
+	// (GPUs × runtime, without the communication slowdown, rolled-back
+	// work or restart overhead), over the GPU capacity × the makespan. Two
+	// runs of the same jobs differ in it only by their makespans; a policy
+	// whose placements slow jobs down shows a higher useful % for the
+	// same work, not a higher work %.
+	WorkMakespanPct float64 `json:"work_makespan_pct"`
+	AllocatedPct    float64 `json:"allocated_pct"`
 	// AllocatedMakespanPct is AllocatedPct over the whole run: GPUs held,
 	// whether doing useful work or not (partial gangs, hung jobs).
 	AllocatedMakespanPct float64 `json:"allocated_makespan_pct"`

@@ -154,13 +154,15 @@ func (p *Placer) PlacePod(r *PodReq, within cluster.DomainID) (Assignment, bool)
 	// baselines know nothing of the topology tree.
 	n, gpu := -1, -1
 	var best float64
+	var bestPref int64
 	dom := p.s.Domain(within)
 	for i := dom.Lo; i < dom.Hi; i++ {
 		if !canHost(p.s, i, r) || !p.apartOK(i, r) {
 			continue
 		}
-		if score, g := p.score(i, r); n < 0 || score > best {
-			n, gpu, best = i, g, score
+		score, g := p.score(i, r)
+		if pref := r.preference(i); n < 0 || score > best || score == best && pref > bestPref {
+			n, gpu, best, bestPref = i, g, score, pref
 		}
 	}
 	if n < 0 || !p.allocOn(n, r, gpu) {
@@ -195,11 +197,15 @@ func (p *Placer) bestNode(d cluster.DomainID, pods []PodReq) (best int, bestGPU 
 	if p.s.Domain(children[0]).Level == host {
 		best, bestGPU = -1, -1
 		var bestScore float64
+		var bestPref int64
 		for _, c := range children {
 			n := p.s.Domain(c).Lo
 			score, gpu, ok := p.scoreNode(n, pods)
-			if ok && (best < 0 || score > bestScore) {
-				best, bestGPU, bestScore = n, gpu, score
+			if !ok {
+				continue
+			}
+			if pref := preferenceOf(n, pods); best < 0 || score > bestScore || score == bestScore && pref > bestPref {
+				best, bestGPU, bestScore, bestPref = n, gpu, score, pref
 			}
 		}
 		return best, bestGPU
@@ -326,14 +332,18 @@ func (p *Placer) placeWhole(children []cluster.DomainID, used map[cluster.Domain
 	if p.s.Domain(children[0]).Level == p.s.HostLevel() {
 		best, bestGPU := -1, -1
 		var bestScore float64
+		var bestPref int64
 		for _, c := range children {
 			if used[c] || p.bound(c, groups) < len(pods) {
 				continue
 			}
 			n := p.s.Domain(c).Lo
 			score, gpu, ok := p.scoreNode(n, pods)
-			if ok && (best < 0 || score > bestScore) {
-				best, bestGPU, bestScore = n, gpu, score
+			if !ok {
+				continue
+			}
+			if pref := preferenceOf(n, pods); best < 0 || score > bestScore || score == bestScore && pref > bestPref {
+				best, bestGPU, bestScore, bestPref = n, gpu, score, pref
 			}
 		}
 		if best < 0 {

@@ -28,6 +28,25 @@ const HostnameLabel = "kubernetes.io/hostname"
 // eligible reports whether r may use node n at all.
 func (r *PodReq) mayUse(n int) bool { return r.nodes == nil || r.nodes.Has(n) }
 
+// preference is the pod's soft preference for node n (Request.Prefer). It
+// breaks ties only: a node that scores better for placement wins whatever
+// the pod prefers, so preferences never cost fragmentation or locality.
+func (r *PodReq) preference(n int) int64 {
+	if r.prefer == nil {
+		return 0
+	}
+	return r.prefer[n]
+}
+
+// preferenceOf sums the preferences of pods for node n.
+func preferenceOf(n int, pods []PodReq) int64 {
+	var sum int64
+	for i := range pods {
+		sum += pods[i].preference(n)
+	}
+	return sum
+}
+
 // eligibleCap bounds how many pods of g the eligible nodes of domain d could
 // hold, or g.count when every node of d is eligible (the aggregates then
 // bound it). capacity and exactMIG are as for boundWith.

@@ -21,6 +21,8 @@ type PodReq struct {
 	eligible [][][]int
 	// nodes is Request.Nodes as a set of node indices; nil: every node.
 	nodes *cluster.NodeSet
+	// prefer is Request.Prefer by node index; nil: no preference.
+	prefer []int64
 }
 
 // Resolve turns a request into a PodReq for State s.
@@ -38,6 +40,14 @@ func Resolve(s *cluster.State, ref workload.PodRef, r workload.Request) (PodReq,
 	if r.Nodes != nil {
 		// Memoised per layout by key: the pods of a pod set share one set.
 		pr.nodes = s.NodeSet(r.Nodes.Key, r.Nodes.Nodes)
+	}
+	if r.Prefer != nil && len(r.Prefer.Scores) > 0 {
+		pr.prefer = make([]int64, s.NumNodes())
+		for name, v := range r.Prefer.Scores {
+			if n, ok := s.NodeIndex(name); ok {
+				pr.prefer[n] = v
+			}
+		}
 	}
 	return pr, unknown
 }

@@ -98,6 +98,15 @@ type Deferral struct {
 // checkpoint, has reported none yet (observedInterval), or whose predicted
 // checkpoint is overdue by more than a quarter of the wait, is evicted now
 // (ok false). running is walked in its order.
+//
+// The wait must save enough: the work the victims would lose now, less
+// what they would have lost again by the last victim's checkpoint (a
+// victim whose next checkpoint comes earlier goes on working past it), is
+// at least deferWorth × their GPUs × the wait. Without that a victim that
+// checkpoints more often than the wait was waited for at every checkpoint,
+// just after each one, and the preemption never came (issue 17); with it a
+// wait starts only once a victim has lost a fifth of its interval, and
+// right after the awaited checkpoint the eviction goes ahead.
 func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bool, now time.Time, wait time.Duration) (Deferral, bool) {
 	if wait == 0 {
 		wait = DefaultCheckpointWait
@@ -106,8 +115,13 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		return Deferral{}, false
 	}
 	grace := wait / 4
+	type victim struct {
+		rj   cycle.RunningJob
+		ci   time.Duration
+		last time.Time
+	}
+	var vs []victim
 	var latest time.Time
-	var saved float64
 	for _, rj := range running {
 		if !victims[rj.Job.ID] {
 			continue
@@ -116,16 +130,33 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		if !ok {
 			return Deferral{}, false
 		}
-		next := LastCheckpoint(rj, now).Add(ci)
+		last := LastCheckpoint(rj, now)
+		next := last.Add(ci)
 		if next.Sub(now) > wait || now.Sub(next) > grace {
 			return Deferral{}, false
 		}
 		if next.After(latest) {
 			latest = next
 		}
-		saved += RestartCost(rj, nil, now) - RestartCost(cycle.RunningJob{Job: rj.Job, Pods: rj.Pods, Start: rj.Start, LastCheckpoint: now}, nil, now)
+		vs = append(vs, victim{rj, ci, last})
 	}
-	if saved <= 0 {
+	var saved, gpus float64
+	for _, v := range vs {
+		var milli int64
+		for _, p := range v.rj.Pods {
+			milli += p.Alloc.GPUMilli()
+		}
+		g := float64(milli) / workload.MilliPerGPU
+		gpus += g
+		lostNow := g * now.Sub(v.last).Seconds()
+		if latest.After(v.last) {
+			// Its last checkpoint by then, predicted from its own interval.
+			before := v.last.Add(latest.Sub(v.last) / v.ci * v.ci)
+			lostNow -= g * latest.Sub(before).Seconds()
+		}
+		saved += lostNow
+	}
+	if saved <= 0 || saved < deferWorth*gpus*max(latest.Sub(now), 0).Seconds() {
 		return Deferral{}, false
 	}
 	retry := latest.Add(time.Second)
@@ -134,3 +165,7 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 	}
 	return Deferral{Retry: retry, Saved: saved}, true
 }
+
+// deferWorth is the least work a checkpoint wait must save per GPU and
+// second the preemptor waits.
+const deferWorth = 0.25

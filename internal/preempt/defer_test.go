@@ -34,9 +34,24 @@ func TestDeferToCheckpoint(t *testing.T) {
 			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(85),
 			want: Deferral{Retry: t0.Add(mins(90) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
 		},
+		// a saves 25 min now but checkpoints at 90 and has lost 10 again
+		// by b's checkpoint at 100.
 		"the latest victim's checkpoint decides": {
 			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60))), running("b", mins(20), t0.Add(mins(80)))}, now: mins(85),
-			want: Deferral{Retry: t0.Add(mins(100) + time.Second), Saved: 2*mins(25).Seconds() + 2*mins(5).Seconds()}, wantOK: true,
+			want: Deferral{Retry: t0.Add(mins(100) + time.Second), Saved: 2*mins(15).Seconds() + 2*mins(5).Seconds()}, wantOK: true,
+		},
+		// Waiting for the checkpoint in 10 min would, 1 s after it, wait
+		// for the next one again: the preemption would never come.
+		"checkpoints every 10 min, reported 1 s ago: evicted now": {
+			running: []cycle.RunningJob{running("a", mins(10), t0.Add(mins(60)))}, now: mins(60) + time.Second,
+		},
+		"early in its interval (1 of 10 min lost): evicted now": {
+			running: []cycle.RunningJob{running("a", mins(10), t0.Add(mins(60)))}, now: mins(61),
+		},
+		// a and b checkpoint in turn: by b's checkpoint a has lost again
+		// what it would save now.
+		"interleaved checkpoints save nothing: evicted now": {
+			running: []cycle.RunningJob{running("a", mins(10), t0.Add(mins(60))), running("b", mins(10), t0.Add(mins(55)))}, now: mins(60) + time.Second,
 		},
 		"its own intervals, not the declared one": {
 			running: []cycle.RunningJob{running("a", mins(35), t0.Add(mins(80)))}, now: mins(100),

@@ -40,10 +40,10 @@ const (
 func columnDirection(head string) direction {
 	first, _, _ := strings.Cut(head, "\n")
 	switch {
-	case strings.HasSuffix(head, "min-dom %"), head == "PCIe\nmin %", head == "util\n%", head == "useful\n%",
+	case strings.HasSuffix(head, "min-dom %"), head == "PCIe\nmin %", head == "util\n%", head == "useful\n%", head == "work\n%",
 		head == "Jain", head == "goodput\n%", head == "jobs\ndone":
 		return higher
-	case strings.HasPrefix(first, "wait"), first == "JCT", head == "makespan", head == "rendezvous\nfailed", first == "unalloc", first == "recovery",
+	case strings.HasPrefix(first, "wait"), first == "JCT", head == "makespan", head == "rdzv\nfailed", first == "unalloc", first == "recovery",
 		head == "frag\n%", head == "decision\nµs/pod", head == "still\npending", head == "partial\ngangs",
 		head == "comm\nslowdown", head == "evictions", first == "GPU-h lost", head == "late queue\nshort",
 		strings.HasSuffix(head, "GPU-h"):

@@ -61,8 +61,10 @@ func buildGrid(c *comparison) grid {
 	}
 	g.Notes = append(g.Notes,
 		"useful %: GPUs of running jobs doing work; alloc %: GPUs held at all, including partly",
-		"started gangs, hung jobs and rendezvous that never completed.",
-		"wait p50/p95/max: jobs that started; censored: a job that never started counts",
+		"started gangs, hung jobs and rendezvous that never completed (rdzv failed: how often).",
+		"work %: the completed jobs' GPUs × runtime at full speed / (GPUs × makespan), so that",
+		"communication slowdown, rolled-back work and restart overhead do not count as work.",
+		"wait p50/p95/max: jobs that started; cens. (censored): a job that never started counts",
 		"with its wait until the end of the run.")
 	if loc := localityColumns(c); loc != nil {
 		g.Sections = append(g.Sections, fill(c, "Placement locality", loc))
@@ -291,12 +293,13 @@ func wholeRunColumns() []column {
 	return []column{
 		dur("makespan", func(s metrics.Summary) float64 { return s.MakespanS }),
 		pctCol("useful\n%", func(s metrics.Summary) float64 { return s.UtilizationMakespanPct }),
+		pctCol("work\n%", func(s metrics.Summary) float64 { return s.WorkMakespanPct }),
 		pctCol("alloc\n%", func(s metrics.Summary) float64 { return s.AllocatedMakespanPct }),
-		dur("wait mean\ncensored", func(s metrics.Summary) float64 { return s.WaitCensoredMeanS }),
-		dur("wait p95\ncensored", func(s metrics.Summary) float64 { return s.WaitCensoredP95S }),
+		dur("wait mean\ncens.", func(s metrics.Summary) float64 { return s.WaitCensoredMeanS }),
+		dur("wait p95\ncens.", func(s metrics.Summary) float64 { return s.WaitCensoredP95S }),
 		dur("JCT\np95", func(s metrics.Summary) float64 { return s.JCTP95S }),
 		num("partial\ngangs", func(s metrics.Summary) int { return s.PartialGangs }),
-		num("rendezvous\nfailed", func(s metrics.Summary) int { return s.RendezvousFailures }),
+		num("rdzv\nfailed", func(s metrics.Summary) int { return s.RendezvousFailures }),
 	}
 }
 

@@ -19,8 +19,8 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 	fgdHeader := []string{"policy", "unalloc\n@100% ↓", "unalloc\n@110% ↓", "unalloc\n@120% ↓", "unalloc\n@130% ↓", "frag\n% ↓", "decision\nµs/pod ↓"}
 	timeHeader := []string{"policy", "useful\n% ↑", "alloc\n%", "wait\np50 ↓", "wait\np95 ↓", "wait\nmax ↓", "JCT\nmean ↓",
 		"jobs\ndone ↑", "never\nfit", "still\npending ↓"}
-	wholeHeader := []string{"policy", "makespan ↓", "useful\n% ↑", "alloc\n%", "wait mean\ncensored ↓", "wait p95\ncensored ↓",
-		"JCT\np95 ↓", "partial\ngangs ↓", "rendezvous\nfailed ↓"}
+	wholeHeader := []string{"policy", "makespan ↓", "useful\n% ↑", "work\n% ↑", "alloc\n%", "wait mean\ncens. ↓", "wait p95\ncens. ↓",
+		"JCT\np95 ↓", "partial\ngangs ↓", "rdzv\nfailed ↓"}
 	sizes := func(s *metrics.Summary) {
 		s.SizeClasses = []metrics.SizeClass{{Class: "<=1", Jobs: 1}, {Class: ">64", Jobs: 1}}
 	}
@@ -130,11 +130,12 @@ func TestGridMeansOverSeeds(t *testing.T) {
 			results: []metrics.Result{
 				result("corral").Seed(1).Protocol("replay").Sum(func(s *metrics.Summary) {
 					s.MakespanS, s.UtilizationMakespanPct, s.AllocatedMakespanPct, s.PartialGangs, s.RendezvousFailures = 86400, 40, 90, 2, 7
+					s.WorkMakespanPct = 37.5
 					s.SizeClasses = []metrics.SizeClass{{Class: "2-8", Jobs: 3, WaitMeanS: 60, WaitP95S: 120}}
 				}).Obj(),
 			},
 			section: 1,
-			want:    [][]string{{"corral", "1d00h", "40.0", "90.0", "0s", "0s", "0s", "2", "7"}},
+			want:    [][]string{{"corral", "1d00h", "40.0", "37.5", "90.0", "0s", "0s", "0s", "2", "7"}},
 		},
 	}
 	for name, tc := range cases {

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/corral-dev/corral/internal/metrics"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 func (r *replay) summarise() {
@@ -52,6 +53,13 @@ func (r *replay) summarise() {
 func (r *replay) wholeRun(s *metrics.Summary) {
 	if s.MakespanS > 0 && r.capacity > 0 {
 		s.AllocatedMakespanPct = 100 * r.fail.allocArea / (s.MakespanS * float64(r.capacity))
+		var work float64 // GPU-seconds at full speed
+		for _, jr := range r.jobs {
+			if jr.finished && !jr.terminated {
+				work += jr.job.GPUs() * jr.job.Runtime.Seconds()
+			}
+		}
+		s.WorkMakespanPct = 100 * work / (s.MakespanS * float64(r.capacity) / workload.MilliPerGPU)
 	}
 	var all []float64
 	waits := make([][]float64, len(metrics.SizeClasses))

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +160,26 @@ func TestRendezvousGivesUpAfterBackoffLimit(t *testing.T) {
 	}
 	if len(rej) != 1 || rej[0].Job != "pair" || !strings.Contains(rej[0].Reason, "backoffLimit") {
 		t.Errorf("rejections %+v, want the pair with its backoffLimit reason", rej)
+	}
+}
+
+// TestWorkExcludesCommSlowdown: kube-gang spreads a 2 × 4-GPU job over two
+// 8-GPU nodes where one would do, so the communication model stretches its
+// hour; useful % counts the stretched hour as work, work % only the hour
+// the job needs at full speed.
+func TestWorkExcludesCommSlowdown(t *testing.T) {
+	in := Input{ClusterName: "two", Nodes: build.Node().Name("n").Times(2)}
+	in.Jobs = []Job{job(build.Job("pair").Pods(2).GPUs(4).Obj(), time.Hour)}
+	res, _, err := Run(in, Config{Policy: "kube-gang", Protocol: Replay, Clock: fakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if s.CommSlowdownMean <= 1 {
+		t.Fatalf("slowdown %.3f: the job was not spread, the test shows nothing", s.CommSlowdownMean)
+	}
+	want := 100 * 8 * time.Hour.Seconds() / (16 * s.MakespanS)
+	if math.Abs(s.WorkMakespanPct-want) > 1e-9 || math.Abs(s.WorkMakespanPct*s.CommSlowdownMean-s.UtilizationMakespanPct) > 1e-6 {
+		t.Errorf("work %.4f%%, want %.4f%% (useful %.4f%%, slowdown %.3f)", s.WorkMakespanPct, want, s.UtilizationMakespanPct, s.CommSlowdownMean)
 	}
 }

@@ -47,56 +47,14 @@ type Request struct {
 	// Nodes, when set, names the only nodes the pod may use (taints and
 	// tolerations, node affinity, pod affinity to running pods).
 	Nodes *NodeFilter
+	// Prefer, when set, ranks the nodes as kube-scheduler's scores for
+	// preferred node affinity and PreferNoSchedule taints rank them;
+	// placement uses it only among nodes that otherwise score the same.
+	Prefer *NodePreference
 	// Apart lists pod anti-affinity between replicas: the pod shares no
 	// value of an entry's node label with another pod of its job carrying
 	// the same entry.
 	Apart []Apart
-}
-
-// NodeFilter limits the nodes a pod may use to a set the driver computed:
-// the Kubernetes adapter matches taints against tolerations, node affinity
-// (nodeSelector included) and pod affinity to running pods with
-// kube-scheduler's own helpers, which the engine cannot, and hands over the
-// result as plain data. Pods with equal constraints share one filter, so
-// the work is done once per distinct constraint, not once per pod.
-type NodeFilter struct {
-	// Key identifies the filter within one snapshot: filters with equal
-	// keys have equal Nodes.
-	Key string
-	// Nodes names the nodes the pod may use, in name order.
-	Nodes []string
-	// Excluded says why the other nodes may not be used: one entry per
-	// cause, most nodes first (the first failed check of a node counts).
-	Excluded []Exclusion
-}
-
-// Exclusion is one reason nodes are not eligible, with how many.
-type Exclusion struct {
-	Nodes int
-	// Cause completes "N nodes ...", e.g. "have taint
-	// nvidia.com/gpu=present:NoSchedule that the pod does not tolerate".
-	Cause string
-}
-
-// Why renders the exclusions as one clause: "4 nodes have taint ... that
-// the pod does not tolerate; 2 nodes do not match its node affinity".
-func (f *NodeFilter) Why() string {
-	parts := make([]string, 0, len(f.Excluded))
-	for _, e := range f.Excluded {
-		noun, cause := "nodes", e.Cause
-		if e.Nodes == 1 {
-			// Causes are written for the plural: "have", "do not", "lack".
-			noun = "node"
-			for _, v := range [][2]string{{"have ", "has "}, {"do not ", "does not "}, {"lack ", "lacks "}, {"are ", "is "}} {
-				if strings.HasPrefix(cause, v[0]) {
-					cause = v[1] + cause[len(v[0]):]
-					break
-				}
-			}
-		}
-		parts = append(parts, fmt.Sprintf("%d %s %s", e.Nodes, noun, cause))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // Apart is one required pod anti-affinity term between pods of one job:
@@ -137,6 +95,7 @@ func (r Request) Equal(o Request) bool {
 		slices.Equal(r.Models, o.Models) && maps.Equal(r.NodeLabels, o.NodeLabels) &&
 		(r.Devices == nil) == (o.Devices == nil) && (r.Devices == nil || r.Devices.Key == o.Devices.Key && r.Devices.All == o.Devices.All) &&
 		(r.Nodes == nil) == (o.Nodes == nil) && (r.Nodes == nil || r.Nodes.Key == o.Nodes.Key) &&
+		(r.Prefer == nil) == (o.Prefer == nil) && (r.Prefer == nil || r.Prefer.Key == o.Prefer.Key) &&
 		slices.Equal(r.Apart, o.Apart)
 }
 

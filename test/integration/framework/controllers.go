@@ -24,20 +24,28 @@ const (
 	JobSet          Controller = "jobset"  // sigs.k8s.io/jobset v0.11.1
 	LeaderWorkerSet Controller = "lws"     // sigs.k8s.io/lws v0.8.0
 	KubeRay         Controller = "kuberay" // ray-operator v1.6.0
+	Kueue           Controller = "kueue"   // sigs.k8s.io/kueue v0.17.0
 )
+
+// Controllers is every controller the framework can run, in the order
+// `corral dev up --with` starts them (Kueue last: it enables its
+// integrations for the owner CRDs already installed).
+var Controllers = []Controller{JobSet, LeaderWorkerSet, KubeRay, Kueue}
 
 // controllerBinary is each controller's binary in the binary directory.
 var controllerBinary = map[Controller]string{
 	JobSet:          "jobset-controller",
 	LeaderWorkerSet: "lws-controller",
 	KubeRay:         "kuberay-operator",
+	Kueue:           "kueue-controller",
 }
 
-// configGroup is the group of the controller's Configuration file; empty
-// for controllers configured by flags.
-var configGroup = map[Controller]string{
-	JobSet:          "config.jobset.x-k8s.io",
-	LeaderWorkerSet: "config.lws.x-k8s.io",
+// configAPIVersion is the apiVersion of the controller's Configuration
+// file; empty for controllers configured by flags.
+var configAPIVersion = map[Controller]string{
+	JobSet:          "config.jobset.x-k8s.io/v1alpha1",
+	LeaderWorkerSet: "config.lws.x-k8s.io/v1alpha1",
+	Kueue:           "config.kueue.x-k8s.io/v1beta2",
 }
 
 // ControllersMissing lists what the named controllers need that the binary
@@ -61,7 +69,7 @@ func ControllersMissing(names ...Controller) []string {
 		if crds, _ := filepath.Glob(filepath.Join(dir, "controller-crds", string(n), "*.yaml")); len(crds) == 0 {
 			missing = append(missing, "controller-crds/"+string(n))
 		}
-		if configGroup[n] != "" {
+		if configAPIVersion[n] != "" {
 			if _, err := os.Stat(webhookManifests(dir, n)); err != nil {
 				missing = append(missing, "controller-crds/"+string(n)+"/webhooks/manifests.yaml")
 			}
@@ -75,9 +83,10 @@ func webhookManifests(dir string, n Controller) string {
 }
 
 // StartController installs a controller's CRDs and runs it against the
-// cluster until the cluster stops. JobSet and LeaderWorkerSet serve
+// cluster until the cluster stops. JobSet, LeaderWorkerSet and Kueue serve
 // defaulting and validating webhooks that their controllers rely on (JobSet
-// panics on reconcile without its defaults): with no Service to reach them
+// panics on reconcile without its defaults; Kueue suspends the Jobs it
+// manages in its Job webhook): with no Service to reach them
 // in this cluster, they serve on 127.0.0.1 with the API server's own
 // serving certificate (it names 127.0.0.1; the test CA signs it), their
 // internal certificate management off, and their webhook configurations are
@@ -95,7 +104,8 @@ func (c *Cluster) StartController(ctx context.Context, n Controller) error {
 	name := string(n) + "-controller"
 	var args []string
 	port := 0
-	if group := configGroup[n]; group != "" {
+	var kueueWebhooks func(rules []any) bool
+	if apiVersion := configAPIVersion[n]; apiVersion != "" {
 		var err error
 		if port, err = freePort(); err != nil {
 			return err
@@ -113,7 +123,7 @@ func (c *Cluster) StartController(ctx context.Context, n Controller) error {
 				return err
 			}
 		}
-		cfg := fmt.Sprintf(`apiVersion: %s/v1alpha1
+		cfg := fmt.Sprintf(`apiVersion: %s
 kind: Configuration
 leaderElection:
   leaderElect: false
@@ -130,7 +140,17 @@ health:
 clientConnection:
   qps: 200
   burst: 400
-`, group, port, certDir)
+`, apiVersion, port, certDir)
+		if n == Kueue {
+			extra, keep, err := c.kueueConfig(ctx)
+			if err != nil {
+				return err
+			}
+			cfg += extra
+			kueueWebhooks = keep
+			// Read by the patch hack/tools/controllers.sh applies.
+			env = append(env, "KUEUE_METRICS_CERT_DIR="+certDir)
+		}
 		cfgPath := filepath.Join(c.Dir, name+".yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return err
@@ -150,7 +170,7 @@ clientConnection:
 	if err := c.waitTLS(ctx, port, name); err != nil {
 		return err
 	}
-	return c.registerWebhooks(ctx, n, port)
+	return c.registerWebhooks(ctx, n, port, kueueWebhooks)
 }
 
 // waitTLS waits until the webhook server answers a TLS handshake that
@@ -180,22 +200,31 @@ func (c *Cluster) waitTLS(ctx context.Context, port int, name string) error {
 }
 
 // registerWebhooks creates the controller's webhook configurations with
-// each webhook's service reference replaced by its URL on loopback.
-func (c *Cluster) registerWebhooks(ctx context.Context, n Controller, port int) error {
+// each webhook's service reference replaced by its URL on loopback. keep,
+// when set, chooses the webhooks to register by their rules.
+func (c *Cluster) registerWebhooks(ctx context.Context, n Controller, port int, keep func(rules []any) bool) error {
 	objs, err := ReadObjects(webhookManifests(c.bins.dir, n))
 	if err != nil {
 		return err
 	}
 	ca := base64.StdEncoding.EncodeToString(c.pki.caPEM)
 	for _, o := range objs {
-		// Both controllers name theirs "mutating-webhook-configuration".
+		// The controllers all name theirs "mutating-webhook-configuration".
 		o.SetName(string(n) + "-" + o.GetName())
-		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
-		for i, h := range hooks {
+		all, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		var hooks []any
+		for _, h := range all {
 			m, ok := h.(map[string]any)
 			if !ok {
 				continue
 			}
+			if rules, _, _ := unstructured.NestedSlice(m, "rules"); keep != nil && !keep(rules) {
+				continue
+			}
+			hooks = append(hooks, m)
+		}
+		for i, h := range hooks {
+			m := h.(map[string]any)
 			path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
 			m["clientConfig"] = map[string]any{
 				"url":      fmt.Sprintf("https://127.0.0.1:%d%s", port, path),
