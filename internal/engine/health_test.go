@@ -526,3 +526,27 @@ func TestEscalationEvictsOnlyWhatTheGangStillHolds(t *testing.T) {
 		t.Errorf("evicted pods, each once (-want +got):\n%s", diff)
 	}
 }
+
+// TestPinnedReplacementIsNotGrownAgain: an elastic rack job waits for the
+// replacement of a failed pod. The health step binds the replacement in
+// its rack; growth, later in the same cycle, must count it as the job's
+// and not place the same pod a second time.
+func TestPinnedReplacementIsNotGrownAgain(t *testing.T) {
+	job := build.Job("e").Pods(2).Min(1).GPUs(8).Required("rack").Obj()
+	w := newHealthWorld(t, job, "r0-n-0", "r0-n-1")
+	w.apply(t, Plan{Evictions: []Eviction{{Job: "e", Pods: []workload.PodRef{{Job: "e", Index: 1}}}}})
+	p := New(Config{Policy: Corral}).Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Now: t0.Add(time.Hour),
+		Pending: []PendingJob{{Job: job, Waiting: []workload.PodRef{{Job: "e", Index: 1}}, Within: Pin{Level: "rack", Domain: "r0"}}}})
+	bound := map[workload.PodRef]int{}
+	for _, b := range p.Binds {
+		for _, pb := range b.Pods {
+			bound[pb.Pod]++
+		}
+	}
+	if diff := cmp.Diff(map[workload.PodRef]int{{Job: "e", Index: 1}: 1}, bound); diff != "" {
+		t.Errorf("pods bound (-want +got):\n%s", diff)
+	}
+	if p.Stats.PodsGrown != 0 {
+		t.Errorf("grew %d pods, want 0", p.Stats.PodsGrown)
+	}
+}
