@@ -235,3 +235,40 @@ func TestStarvedReservationWorthHolding(t *testing.T) {
 		})
 	}
 }
+
+// TestStarvedReservationNeedsAConfidentStart: a starved 16-GPU, 100-hour
+// gang waits for a job that declared 1 h and has run 3 h. Its estimate is
+// extended (to 6 h) at half the confidence: the gang's start is a guess
+// (0.5 < DefaultReserveConfidence), so no node is held for it and a
+// 12-hour job takes the free one. Told to reserve whatever the confidence,
+// corral holds it.
+func TestStarvedReservationNeedsAConfidentStart(t *testing.T) {
+	for name, tc := range map[string]struct {
+		conf       float64
+		wantHeld   bool
+		wantFiller bool
+	}{
+		"a guess: not held":             {wantFiller: true},
+		"reserve whatever: held for it": {conf: -1, wantHeld: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+				Config{Policy: Corral, Backfill: BackfillConfig{ReserveConfidence: tc.conf}})
+			w.now = t0.Add(22 * time.Hour)
+			w.run(min8("overdue", 60), "r0-n-0")
+			w.now = t0.Add(25 * time.Hour)
+			head := build.Job("head").GPUs(8).Pods(2).Expected(100 * time.Hour).Obj()
+			head.Submit = t0
+			filler := min8("filler", 12*60)
+			filler.Submit = w.now
+			w.submit(head, filler)
+			p := w.runCycle()
+			if got := p.Stats.StarvedReservations == 1; got != tc.wantHeld {
+				t.Errorf("starved reservations %d (%+v), want held %v", p.Stats.StarvedReservations, p.Reservations, tc.wantHeld)
+			}
+			if got := outcomeOf(p, "filler").Placed; got != tc.wantFiller {
+				t.Errorf("filler placed = %v, want %v", got, tc.wantFiller)
+			}
+		})
+	}
+}
