@@ -454,7 +454,7 @@ func printDevSummary(w io.Writer, s devSummary) {
 	for _, c := range cmds {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
-	fmt.Fprintf(w, "\nkwok completes a Job's pods as soon as they run; explain answers for pending and\nrunning pods.\n")
+	fmt.Fprintf(w, "\nkwok completes a Job's pods as soon as they run (the pod annotation\npod-complete.stage.kwok.x-k8s.io/delay: 1h keeps them running); explain answers\nfor pending and running pods.\n")
 	fmt.Fprintf(w, "\nCtrl-C stops the cluster.\n")
 }
 

@@ -194,13 +194,21 @@ func (b *Cycle) Grow() {
 		}
 		return x.ID < y.ID
 	})
+	// What each job holds now: its pods from before the cycle and those
+	// bound to it this cycle (pinned replacement ranks), not to be grown
+	// again.
+	holding := map[workload.JobID][]cluster.Placed{}
+	for _, h := range b.l.Holders() {
+		holding[h.Job.ID] = h.Pods
+	}
 	for _, rj := range running {
 		j := rj.Job
-		if j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
+		held := holding[j.ID]
+		if j.GangMin() >= j.Pods() || len(held) >= j.Pods() || len(rj.Pods) == 0 {
 			continue
 		}
 		have := map[workload.PodRef]bool{}
-		for _, p := range rj.Pods {
+		for _, p := range held {
 			have[p.Pod] = true
 		}
 		within := cluster.DomainID(0)
