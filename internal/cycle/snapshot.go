@@ -57,7 +57,9 @@ type Snapshot struct {
 	// Queues is the queue tree as admins wrote it; empty means one implicit
 	// queue holding every job.
 	Queues []QueueSpec
-	// Mix is the expected workload, used to keep capacity useful for it.
+	// Mix is the expected workload, used to keep capacity useful for it:
+	// the pods present now (pending and running), as engine.MixOf counts
+	// them in both drivers.
 	Mix placement.Mix
 	Now time.Time
 	// Pools is capacity held for classes of jobs (issue 6); invalid pools

@@ -12,7 +12,6 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -205,13 +204,9 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	lk.elig = newEligibility(managed, allNodes, pods, nodesOf(assumed)).withNamespaces(c.listNamespaces())
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
 	w.queues = c.readQueues(state.Models())
-	var mix placement.MixCounter
 	snap := &engine.Snapshot{State: state, Now: now, Queues: w.queues.specs}
 	for _, kj := range w.jobs {
 		w.byID[kj.job.ID] = kj
-		for _, ps := range kj.job.PodSets {
-			mix.Observe(ps.Request, ps.Count)
-		}
 		w.admit(kj)
 		if len(kj.bound) > 0 {
 			rj, warns := runningJob(kj, holds, assumed, state, now)
@@ -241,7 +236,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 			}
 		}
 	}
-	snap.Mix = mix.Mix(64)
+	snap.Mix = engine.MixOf(snap.Pending, snap.Running, 64) // the pods present now, as in corral sim
 	w.snap = snap
 	return w, nil
 }
