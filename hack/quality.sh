@@ -148,26 +148,30 @@ run() {
 # then `corral compare` on the claim's figure, paired by seed, with corral as
 # the reference row (a row's "vs baseline" is that policy against corral).
 tables_jq='
-def r1: (. * 10 | round) / 10;
-def r2: (. * 100 | round) / 100;
+def fixed(d): (pow(10; d)) as $k | (. * $k | round) as $n | ($n | fabs) as $a
+  | (if $n < 0 then "-" else "" end) + "\($a / $k | floor)"
+  + (if d > 0 then "." + ("\($a % $k)" | ("0" * (d - length)) + .) else "" end);
+def r1: fixed(1);
+def r2: fixed(2);
 def dur: if . == null then "–" elif . < 0 then "–"
   elif . >= 86400 then "\(. / 86400 | r1) d"
   elif . >= 3600 then "\(. / 3600 | r1) h"
   elif . >= 60 then "\(. / 60 | round) min" else "\(round) s" end;
-def pct: if . == null then "–" else (r1 | tostring) end;
-def num: if . == null then "–" else (r1 | tostring) end;
+def pct: if . == null then "–" else r1 end;
+def num: if . == null then "–" else r1 end;
 def int: if . == null then "–" else (round | tostring) end;
 def sd(f): [.runs[] | f] as $v | ($v | add / length) as $m
   | if ($v | length) < 2 then 0 else ([$v[] | (. - $m) * (. - $m)] | add / (($v | length) - 1) | sqrt) end;
 def order: to_entries | sort_by(if .key == "corral" or (.key | startswith("corral+")) then 0 else 1 end, .key);
 def row(cells): "| " + (cells | join(" | ")) + " |";
+. as $doc |
 "**\($case)**: `corral sim \($args)` (seeds \(.seeds | map(tostring) | join(", ")), mean\(if (.seeds|length) > 1 then " of \(.seeds | length)" else "" end))\n",
 if .protocol | startswith("fgd") then
   "| policy | @100% | @110% | @120% | @130% (± sd) | frag % |\n|---|---|---|---|---|---|",
   (.policies | order[] | .key as $p | .value as $v | $v.mean as $m
-   | row([$p, ($m.unallocated_at["100"] | r2 | tostring), ($m.unallocated_at["110"] | r2 | tostring),
-          ($m.unallocated_at["120"] | r2 | tostring),
-          "\($m.unallocated_at["130"] | r2) ± \($v | sd(.unallocated_at["130"]) | r2)", ($m.frag_pct | r2 | tostring)]))
+   | row([$p, ($m.unallocated_at["100"] | r2), ($m.unallocated_at["110"] | r2),
+          ($m.unallocated_at["120"] | r2),
+          "\($m.unallocated_at["130"] | r2) ± \($v | sd(.unallocated_at["130"]) | r2)", ($m.frag_pct | r2)]))
 elif (.policies | to_entries | any(.value.mean.failures != null)) then
   # failure keys are left out of a run that saw none: count them as 0
   "| policy | failures | GPU-h lost | per failure | rollback | overhead | hung | goodput % | recovery mean | makespan | jobs done |\n|---|---|---|---|---|---|---|---|---|---|---|",
@@ -193,7 +197,20 @@ else
           ($m.jobs_gave_up | num), (if $m.min_domain_share.rack == null then "–" else "\($m.min_domain_share.rack * 100 | r1)%" end),
           ($m.jobs_completed | num)]))
 end,
-""
+"",
+# corral against the best other row on each claimed figure (ratio corral / it)
+(if $doc.protocol | startswith("fgd") then [["unallocated_gpu_pct", -1]]
+ else [["utilization_pct", 1], ["utilization_makespan_pct", 1], ["jct_mean_s", -1],
+  ["wait_censored_mean_s", -1], ["large_wait_p95_s", -1], ["gpu_hours_lost_preemption", -1],
+  ["fairness_jain", 1], ["failure_lost_gpu_hours", -1]] end
+ | map(.[0] as $k | .[1] as $dir
+   | [$doc.policies | to_entries[] | select(.key | startswith("corral") | not)
+      | select(.value.mean[$k] != null) | {p: .key, v: .value.mean[$k]}] as $others
+   | ($doc.policies | to_entries | map(select(.key == "corral" or (.key | startswith("corral+")))) | .[0].value.mean[$k]) as $c
+   | select($c != null and ($others | length) > 0)
+   | ($others | if $dir > 0 then max_by(.v) else min_by(.v) end) as $b
+   | "\($k) \($c | r2) vs \($b.p) \($b.v | r2)" + (if $b.v != 0 then " (\($c / $b.v | r2)×)" else "" end))
+ | if length > 0 then "corral vs the best other row: " + join("; ") + "\n" else empty end)
 '
 
 # claim_metrics names the figures `corral compare` pairs by seed for a case.
