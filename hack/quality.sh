@@ -19,7 +19,7 @@
 #
 # Seeds. corral's settings were chosen while looking at gen:llm seeds 42-44
 # and openb seeds 42-51 (docs/benchmarks.md says which setting on which).
-# The reported cases run on held-out seeds: 45-49 for gen:llm (45-46 for the
+# The reported cases run on held-out seeds: 45-49 for gen:llm (45 for the
 # 4,000-job trace), 52-54 for openb. The tuning-* cases rerun the tuning seeds, named as such.
 set -euo pipefail -f # -f: the trace URLs hold ? and &, no globbing
 
@@ -40,10 +40,16 @@ llm_policies='corral,kube,kube-gang,kueue-tas,greedy'
 # when CASES names it.
 cases=(
 	# The default `corral sim` (its four policies) plus greedy, under the three
-	# information regimes: backfill and the default-run claims.
+	# information regimes: backfill and the default-run claims. The 4,000-job
+	# trace (about 16 days of arrivals) runs one seed: corral's cycle costs
+	# about 40 ms there, some 5 minutes a run on 2 shared cores. Each alternates
+	# with a 1,500-job case so that with PARALLEL=2 they share the cores.
 	"llm1500-realistic|--info realistic --policies $llm_policies --seeds 45-49"
+	"llm4000-realistic|--trace gen:llm?jobs=4000 --info realistic --policies $llm_policies --seeds 45"
 	"llm1500-no-runtimes|--info no-runtimes --policies $llm_policies --seeds 45-49"
+	"llm4000-no-runtimes|--trace gen:llm?jobs=4000 --info no-runtimes --policies $llm_policies --seeds 45"
 	"llm1500-oracle|--info oracle --policies $llm_policies --seeds 45-49"
+	"llm4000-oracle|--trace gen:llm?jobs=4000 --info oracle --policies $llm_policies --seeds 45"
 	# Preemption loss with queues: the issue-5 workload, (A) every job
 	# checkpoints every 30 min, (B) the generator's mix.
 	"queues-ckpt|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --policies corral,corral-newest,kube-gang,kueue-tas --seeds 45-49"
@@ -60,10 +66,6 @@ cases=(
 	"openb-multigpu20|--cluster openb --trace openb:multigpu20 --protocol fgd --policies $openb_policies --seeds 52-54"
 	"openb-gpuspec10|--cluster openb --trace openb:gpuspec10 --protocol fgd --policies $openb_policies --seeds 52-54"
 	"openb-cpu050|--cluster openb --trace openb:cpu050 --protocol fgd --policies $openb_policies --seeds 52-54"
-	# The longer backfill trace (about 16 days of arrivals), two seeds for time.
-	"llm4000-realistic|--trace gen:llm?jobs=4000 --info realistic --policies $llm_policies --seeds 45-46"
-	"llm4000-no-runtimes|--trace gen:llm?jobs=4000 --info no-runtimes --policies $llm_policies --seeds 45-46"
-	"llm4000-oracle|--trace gen:llm?jobs=4000 --info oracle --policies $llm_policies --seeds 45-46"
 	# The seeds corral was tuned on, named as such.
 	"tuning-llm1500-realistic|--info realistic --policies $llm_policies --seeds 42-44"
 	"tuning-llm1500-no-runtimes|--info no-runtimes --policies $llm_policies --seeds 42-44"
