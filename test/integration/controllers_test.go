@@ -226,7 +226,16 @@ func TestJobSetExclusive(t *testing.T) {
 	ns := namespace(t, c, "jobset-excl-")
 	startCorral(t, c)
 
-	create(t, c, ns, example(t, "jobset-exclusive.yaml"))
+	// kwok completes Job pods at once unless the stage's delay annotation
+	// says otherwise; the leaders keep running (and holding their
+	// followers' room) until JobSet lets the followers be created.
+	ex := example(t, "jobset-exclusive.yaml")
+	rjs, _, _ := unstructured.NestedSlice(ex.Object, "spec", "replicatedJobs")
+	_ = unstructured.SetNestedStringMap(rjs[0].(map[string]any), map[string]string{
+		"pod-complete.stage.kwok.x-k8s.io/delay": "1h"},
+		"template", "spec", "template", "metadata", "annotations")
+	_ = unstructured.SetNestedSlice(ex.Object, rjs, "spec", "replicatedJobs")
+	create(t, c, ns, ex)
 	eventually(t, 120*time.Second, "the exclusive JobSet's 2 child Jobs bound whole, one per rack", func() (bool, string) {
 		pods := podsWith(t, c, ns, "jobset.sigs.k8s.io/jobset-name=exclusive")
 		rackOf := map[string]string{}  // child Job -> rack
@@ -257,7 +266,7 @@ func TestJobSetExclusive(t *testing.T) {
 	// Three child Jobs, two racks: never, and nothing bound.
 	three := example(t, "jobset-exclusive.yaml")
 	three.SetName("three")
-	rjs, _, _ := unstructured.NestedSlice(three.Object, "spec", "replicatedJobs")
+	rjs, _, _ = unstructured.NestedSlice(three.Object, "spec", "replicatedJobs")
 	rjs[0].(map[string]any)["replicas"] = int64(3)
 	_ = unstructured.SetNestedSlice(three.Object, rjs, "spec", "replicatedJobs")
 	create(t, c, ns, three)
