@@ -155,7 +155,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 				res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
 				s.metrics.bindErrors.Inc()
 				if kj != nil && (n > 0 || len(kj.bound) > 0) {
-					s.recordCutOff(gb, start, err) // cutoff.go
+					s.recordCutOff(gb) // cutoff.go
 				}
 			}
 		}(gb)
