@@ -148,9 +148,10 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 		}
 		for _, v := range victims {
 			v.gone = true
-			plan.Evictions = append(plan.Evictions, evictWhole(v, pj.Job.ID, "preempted by a higher-priority workload"))
+			ev := evictWhole(v, pj.Job.ID, "preempted by a higher-priority workload")
+			plan.Evictions = append(plan.Evictions, ev)
+			plan.Stats.CountEviction(ev.Cause)
 		}
-		plan.Stats.Evictions += len(victims)
 		plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, placed))
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(placed)

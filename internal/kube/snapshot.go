@@ -12,7 +12,6 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -205,13 +204,9 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	lk.elig = newEligibility(managed, allNodes, pods, nodesOf(assumed)).withNamespaces(c.listNamespaces())
 	w.jobs = buildJobs(pods, nodesOf(assumed), lk, labelOf, c.cfg)
 	w.queues = c.readQueues(state.Models())
-	var mix placement.MixCounter
 	snap := &engine.Snapshot{State: state, Now: now, Queues: w.queues.specs}
 	for _, kj := range w.jobs {
 		w.byID[kj.job.ID] = kj
-		for _, ps := range kj.job.PodSets {
-			mix.Observe(ps.Request, ps.Count)
-		}
 		w.admit(kj)
 		if len(kj.bound) > 0 {
 			rj, warns := runningJob(kj, holds, assumed, state, now)
@@ -241,7 +236,8 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 			}
 		}
 	}
-	snap.Mix = mix.Mix(64)
+	snap.Mix = engine.MixOf(snap.Pending, snap.Running, 64) // the pods present now, as in corral sim
+	snap.Terminating = terminatingVictims(pods)
 	w.snap = snap
 	return w, nil
 }
@@ -452,3 +448,22 @@ func (noLookup) claim(string, string) (*resourcev1.ResourceClaim, bool) { return
 func (noLookup) deviceClass(string) (*resourcev1.DeviceClass, bool)     { return nil, false }
 func (noLookup) devices() *draView                                      { return nil }
 func (noLookup) eligibility() *eligibility                              { return nil }
+
+// terminatingVictims lists the pods corral evicted for a job that have not
+// terminated yet, read from the pods themselves (AnnotationEvictedFor and
+// the deletion's start), so a restarted scheduler keeps that job waiting.
+func terminatingVictims(pods []*corev1.Pod) []engine.TerminatingPod {
+	var out []engine.TerminatingPod
+	for _, p := range pods {
+		job := p.Annotations[v1alpha1.AnnotationEvictedFor]
+		if p.DeletionTimestamp == nil || job == "" || terminal(p) {
+			continue
+		}
+		since := p.DeletionTimestamp.Time
+		if g := p.DeletionGracePeriodSeconds; g != nil {
+			since = since.Add(-time.Duration(*g) * time.Second)
+		}
+		out = append(out, engine.TerminatingPod{Name: p.Namespace + "/" + p.Name, For: workload.JobID(job), Since: since})
+	}
+	return out
+}

@@ -43,6 +43,15 @@ func (c *MixCounter) Observe(r workload.Request, pods int) {
 	if c.counts == nil {
 		c.counts = map[mixKey]float64{}
 	}
+	k := keyOf(r)
+	if _, ok := c.counts[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.counts[k] += float64(pods)
+	c.total += float64(pods)
+}
+
+func keyOf(r workload.Request) mixKey {
 	k := mixKey{cpu: r.CPUMilli, mem: r.MemMiB, gpus: r.GPUs, milli: r.GPUMilli, gpuMem: r.GPUMemMiB, mig: r.MIGProfile, dra: r.DRA}
 	for i, m := range r.Models {
 		if i > 0 {
@@ -50,11 +59,19 @@ func (c *MixCounter) Observe(r workload.Request, pods int) {
 		}
 		k.models += m
 	}
-	if _, ok := c.counts[k]; !ok {
-		c.order = append(c.order, k)
+	return k
+}
+
+// Forget takes back pods Observe counted (pods that left); a shape whose
+// count falls to zero leaves the Mix.
+func (c *MixCounter) Forget(r workload.Request, pods int) {
+	k := keyOf(r)
+	n := math.Min(float64(pods), c.counts[k])
+	if n <= 0 {
+		return
 	}
-	c.counts[k] += float64(pods)
-	c.total += float64(pods)
+	c.counts[k] -= n
+	c.total -= n
 }
 
 // Mix returns the learned shapes, most frequent first, keeping at most max
@@ -63,7 +80,12 @@ func (c *MixCounter) Mix(max int) Mix {
 	if c.total == 0 {
 		return nil
 	}
-	keys := append([]mixKey(nil), c.order...)
+	keys := make([]mixKey, 0, len(c.order))
+	for _, k := range c.order {
+		if c.counts[k] > 0 {
+			keys = append(keys, k)
+		}
+	}
 	sort.SliceStable(keys, func(i, j int) bool { return c.counts[keys[i]] > c.counts[keys[j]] })
 	if max > 0 && len(keys) > max {
 		keys = keys[:max]

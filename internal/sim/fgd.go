@@ -81,14 +81,17 @@ func runFGD(state *cluster.State, eng Scheduler, jobs []Job, cfg Config, res *me
 		j.EachPod(func(_ workload.PodRef, r workload.Request) { fullMix.Observe(r, 1) })
 	}
 	measureMix := fullMix.Mix(0)
+	// The scheduler's mix is the pods present (engine.MixOf's meaning, as
+	// on Kubernetes): those placed so far and the job arriving. Nothing
+	// ends in this protocol, so only the jobs that found no room leave it.
 	var published placement.Mix
-	seen, publishedAt := 0, 0
+	present, publishedAt := 0, 0
 	for i, j := range order {
-		j.EachPod(func(_ workload.PodRef, r workload.Request) { mix.Observe(r, 1); seen++ })
-		// Publish the learned mix as a scheduler would refresh it: whenever
-		// what has been seen grew by a tenth since the last refresh.
-		if published == nil || seen >= publishedAt+publishedAt/10+1 {
-			published, publishedAt = mix.Mix(0), seen
+		j.EachPod(func(_ workload.PodRef, r workload.Request) { mix.Observe(r, 1); present++ })
+		// Publish the mix as a scheduler would refresh it: whenever the
+		// present pods grew by a tenth since the last refresh.
+		if published == nil || present >= publishedAt+publishedAt/10+1 {
+			published, publishedAt = mix.Mix(0), present
 		}
 		arrived += j.GPUMilli()
 		snap := &engine.Snapshot{
@@ -109,6 +112,9 @@ func runFGD(state *cluster.State, eng Scheduler, jobs []Job, cfg Config, res *me
 			plan = eng.Cycle(snap)
 			engineDur += cfg.Clock().Sub(t0).Seconds()
 			res.Summary.Cycles++
+		}
+		if len(plan.Binds) == 0 {
+			j.EachPod(func(_ workload.PodRef, r workload.Request) { mix.Forget(r, 1); present-- })
 		}
 		for _, b := range plan.Binds {
 			if err := apply(state, b); err != nil {

@@ -71,16 +71,19 @@ type jobRun struct {
 }
 
 type replay struct {
-	state      *cluster.State
-	eng        Scheduler
-	cfg        Config
-	res        *metrics.Result
-	jobs       []*jobRun
-	byID       map[workload.JobID]int
-	pending    []int // job indexes waiting, in arrival order
-	events     eventQueue
-	seq        int
-	mix        placement.MixCounter
+	state   *cluster.State
+	eng     Scheduler
+	cfg     Config
+	res     *metrics.Result
+	jobs    []*jobRun
+	byID    map[workload.JobID]int
+	pending []int // job indexes waiting, in arrival order
+	events  eventQueue
+	seq     int
+	// arrived counts every pod that arrived: the yardstick the reported
+	// fragmentation is measured against (the trace's mix). The scheduler
+	// is given the present pods instead (engine.MixOf).
+	arrived    placement.MixCounter
 	allocated  int64 // GPU-milli bound, including partial gangs
 	useful     int64 // GPU-milli held by started jobs
 	capacity   int64
@@ -161,7 +164,7 @@ func runReplay(state *cluster.State, eng Scheduler, jobs []Job, queues []cycle.Q
 			switch e.kind {
 			case evArrive:
 				r.pending = append(r.pending, e.job)
-				r.jobs[e.job].job.EachPod(func(_ workload.PodRef, rq workload.Request) { r.mix.Observe(rq, 1) })
+				r.jobs[e.job].job.EachPod(func(_ workload.PodRef, rq workload.Request) { r.arrived.Observe(rq, 1) })
 				processed++
 			case evFinish:
 				if e.epoch != r.jobs[e.job].epoch {
@@ -309,7 +312,7 @@ func (r *replay) sample(now time.Time) {
 }
 
 func (r *replay) cycle(now time.Time) (evicted bool, err error) {
-	snap := &engine.Snapshot{State: r.state, Mix: r.mix.Mix(64), Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
+	snap := &engine.Snapshot{State: r.state, Now: now, Queues: r.fair.specs(), Runtimes: &r.hist}
 	if r.inj != nil {
 		snap.Failures = r.inj.records(now)
 		snap.Spares = r.inj.m.Spares
@@ -342,6 +345,8 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 			snap.Running = append(snap.Running, rj)
 		}
 	}
+	// The mix means what it means on Kubernetes: the pods present now.
+	snap.Mix = engine.MixOf(snap.Pending, snap.Running, 64)
 	t0 := r.cfg.Clock()
 	plan := r.eng.Cycle(snap)
 	d := r.cfg.Clock().Sub(t0)

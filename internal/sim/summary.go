@@ -31,7 +31,7 @@ func (r *replay) summarise() {
 	s.GPUAllocPct = pct(r.allocated, r.capacity)
 	s.UnallocatedGPUPct = 100 - s.GPUAllocPct
 	s.WholeGPUAllocPct = wholeAllocPct(r.state)
-	s.FragPct = pct(int64(clusterFrag(r.state, r.mix.Mix(64))), r.capacity)
+	s.FragPct = pct(int64(clusterFrag(r.state, r.arrived.Mix(64))), r.capacity)
 	waits := append([]float64(nil), r.res.Series.Waits...)
 	s.WaitP50S, s.WaitP95S, s.WaitMaxS, s.WaitMeanS = quantiles(waits)
 	s.JCTP50S, s.JCTP95S, _, s.JCTMeanS = quantiles(jcts)
