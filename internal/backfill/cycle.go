@@ -26,9 +26,10 @@ type Config struct {
 	// StarveAfter is the wait after which a job's reservation is made
 	// before anything is placed, so that jobs ahead of it in the order
 	// (higher priority, other queues) must also leave its room alone unless
-	// they end first. When the reservation is worth holding (WorthHolding:
-	// it idles no more GPU time than the job will use) it bounds the job's
-	// wait by the starvation age plus the estimated runtimes in its way;
+	// they end first. When the reservation's start is confident
+	// (ReserveConfidence) and worth holding (WorthHolding: it idles no more
+	// GPU time than the job will use) it bounds the job's wait by the
+	// starvation age plus the estimated runtimes in its way;
 	// otherwise the job starts when its room is free, as under greedy
 	// backfill. Zero means DefaultStarveAfter; negative turns it off.
 	StarveAfter time.Duration
@@ -36,9 +37,9 @@ type Config struct {
 	// job's reservation needs to be made before the job starves: below it
 	// the expected start is a guess, and holding nodes for a guess idles
 	// them while greedy backfill would use them. Zero means
-	// DefaultReserveConfidence; negative always reserves. Starved jobs are
-	// reserved whatever the confidence, when the hold is worth its idle GPU
-	// time (WorthHolding).
+	// DefaultReserveConfidence; negative always reserves. It applies to
+	// starved jobs too: a starved job's guessed start receded cycle after
+	// cycle and bounded nothing (gen:llm seeds 42 and 47).
 	ReserveConfidence float64
 }
 
@@ -135,12 +136,15 @@ type Ledger interface {
 	Gang(pj cycle.PendingJob) (g placement.Gang, key string, ok bool)
 }
 
-// Queues is what growth asks of the cycle's queues: a grown pod counts
-// against its queue's limits like any placement (queue.State).
+// Queues is what backfill asks of the cycle's queues (queue.State): a
+// grown pod counts against its queue's limits like any placement, and the
+// pods shrink and pool reclaim evict leave their queue's usage.
 type Queues interface {
 	Leaf(j *workload.Job) (string, error)
 	LimitAfter(leaf string, view *cluster.State, as []placement.Assignment) string
 	Bound(leaf string, view *cluster.State, as []placement.Assignment)
+	// Unbound takes evicted pods off their job's queue usage.
+	Unbound(job workload.JobID, view *cluster.State, pods []cluster.Placed)
 }
 
 // Cycle is backfill's state within one cycle: reservations made, the pools
@@ -183,7 +187,8 @@ func NewCycle(cfg Config, mode Mode, l Ledger) *Cycle {
 	return &Cycle{cfg: cfg.withDefaults(), mode: mode, l: l, holds: l.Holds(), queueRs: map[string]int{}}
 }
 
-// SetQueues links the cycle's queues (nil: none), for growth's limits.
+// SetQueues links the cycle's queues (nil: none), for growth's limits
+// and the usage of the pods shrink and pool reclaim evict.
 func (b *Cycle) SetQueues(q Queues) { b.queues = q }
 
 // StartedStarved reports whether rj started only after waiting past the

@@ -89,6 +89,7 @@ func (b *Cycle) commitShrink(j *workload.Job, cuts []cut) {
 		// preemption of them would.
 		ev.LostGPUSeconds = b.l.RestartCost(c.rj, ev.Pods)
 		b.l.Evict(ev)
+		b.unbound(c.rj.Job.ID, c.pods)
 	}
 }
 
@@ -152,6 +153,7 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 				ev.Pods = append(ev.Pods, p.Pod)
 			}
 			b.l.Evict(ev)
+			b.unbound(t.Job.ID, t.Pods)
 		}
 		return res, true
 	}
@@ -163,6 +165,20 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 		}
 	})
 	return placement.Result{}, false
+}
+
+// unbound takes pods evicted for room off their job's queue usage, as
+// preemption does for its victims, so that DRF order and limits later in
+// the cycle no longer count them.
+func (b *Cycle) unbound(job workload.JobID, pods []cycle.PodBind) {
+	if b.queues == nil {
+		return
+	}
+	placed := make([]cluster.Placed, len(pods))
+	for i, p := range pods {
+		placed[i] = p.Placed
+	}
+	b.queues.Unbound(job, b.l.View(), placed)
 }
 
 // restore gives back capacity taken out of the view on a trial: holds are
@@ -194,13 +210,21 @@ func (b *Cycle) Grow() {
 		}
 		return x.ID < y.ID
 	})
+	// What each job holds now: its pods from before the cycle and those
+	// bound to it this cycle (pinned replacement ranks), not to be grown
+	// again.
+	holding := map[workload.JobID][]cluster.Placed{}
+	for _, h := range b.l.Holders() {
+		holding[h.Job.ID] = h.Pods
+	}
 	for _, rj := range running {
 		j := rj.Job
-		if j.GangMin() >= j.Pods() || len(rj.Pods) >= j.Pods() || len(rj.Pods) == 0 {
+		held := holding[j.ID]
+		if j.GangMin() >= j.Pods() || len(held) >= j.Pods() || len(rj.Pods) == 0 {
 			continue
 		}
 		have := map[workload.PodRef]bool{}
-		for _, p := range rj.Pods {
+		for _, p := range held {
 			have[p.Pod] = true
 		}
 		within := cluster.DomainID(0)

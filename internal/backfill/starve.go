@@ -19,8 +19,9 @@ import (
 // now are reserved too (their room is theirs this cycle) and do not count:
 // the walk stops at the first starved job that has to wait; at most
 // maxStarvedTries earliest-start searches run in one cycle. A starved job
-// whose hold would idle more GPU time than it will use is not reserved
-// (WorthHolding), and no straggler is evicted for it.
+// whose start is a guess (below Config.ReserveConfidence) or whose hold
+// would idle more GPU time than it will use (WorthHolding) is not
+// reserved, and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
 func (b *Cycle) ReserveStarved(order []int) {
 	if b.mode != EASY || b.cfg.StarveAfter < 0 {
@@ -63,6 +64,14 @@ func (b *Cycle) ReserveStarved(order []int) {
 		slot, ok := Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked)
 		if !ok {
 			noSlot[key] = true
+			continue
+		}
+		if slot.Start.After(s.Now) && slot.Conf < b.cfg.ReserveConfidence {
+			// Its start is a guess: on gen:llm seeds 42 and 47 such a
+			// start receded every cycle as the estimates of the jobs in
+			// its way were extended, the reservation kept jobs declaring
+			// a week out for 10 days, and the starved job started exactly
+			// when greedy started it. It starts when its room is free.
 			continue
 		}
 		if !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
@@ -214,7 +223,6 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 		}
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
 		b.l.Evict(ev)
-		b.l.Stats().Evictions++
 	}
 	b.l.RetakeHolds()
 	return true

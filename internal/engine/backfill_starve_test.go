@@ -100,6 +100,10 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 		ran     time.Duration // before now, without checkpoints
 		waited  time.Duration // the gang's wait
 		evicted bool
+		// headRuns is the gang's runtime (0: 10 h); noHold: its hold
+		// would idle more than that (WorthHolding), so it gets none.
+		headRuns time.Duration
+		noHold   bool
 	}{
 		"small, cheap and long: evicted":         {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour, evicted: true},
 		"not preemptible: kept":                  {job: straggler(1, 0, false, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
@@ -107,6 +111,10 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
 		"too much work lost: kept":               {job: straggler(1, 0, true, 49*time.Hour), ran: 40 * time.Hour, waited: 25 * time.Hour},
 		"the gang is not starved yet: kept":      {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: time.Hour},
+		// 68.5 GPU-hours idle for a 16-GPU-hour gang: nothing is evicted
+		// for a hold that is not made.
+		"the hold is not worth it: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour,
+			headRuns: time.Hour, noHold: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -119,7 +127,11 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 			busy := build.Job("busy").GPUs(7).Expected(30 * time.Minute).Obj()
 			busy.Submit = now
 			w.run(busy, "r0-n-1")
-			head := build.Job("head").GPUs(8).Pods(2).Expected(10 * time.Hour).Obj()
+			runs := tc.headRuns
+			if runs == 0 {
+				runs = 10 * time.Hour
+			}
+			head := build.Job("head").GPUs(8).Pods(2).Expected(runs).Obj()
 			head.Submit = t0
 			w.submit(head)
 			p := w.runCycle()
@@ -133,6 +145,12 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 			}
 			if !cmp.Equal(evicted, want) {
 				t.Errorf("evicted %v, want %v", evicted, want)
+			}
+			if tc.noHold {
+				if len(p.Reservations) != 0 {
+					t.Errorf("reservations %+v, want none", p.Reservations)
+				}
+				return
 			}
 			if len(p.Reservations) != 1 || !p.Reservations[0].Start.Equal(now.Add(start)) {
 				t.Errorf("reservations %+v, want head's in %v", p.Reservations, start)
@@ -213,6 +231,43 @@ func TestStarvedReservationWorthHolding(t *testing.T) {
 				if pe.Job == "head" && !tc.wantHeld && !strings.Contains(pe.Reason.Message, "would idle 80 GPU-hours, more than the 16 it is expected to use") {
 					t.Errorf("head reason %q", pe.Reason.Message)
 				}
+			}
+		})
+	}
+}
+
+// TestStarvedReservationNeedsAConfidentStart: a starved 16-GPU, 100-hour
+// gang waits for a job that declared 1 h and has run 3 h. Its estimate is
+// extended (to 6 h) at half the confidence: the gang's start is a guess
+// (0.5 < DefaultReserveConfidence), so no node is held for it and a
+// 12-hour job takes the free one. Told to reserve whatever the confidence,
+// corral holds it.
+func TestStarvedReservationNeedsAConfidentStart(t *testing.T) {
+	for name, tc := range map[string]struct {
+		conf       float64
+		wantHeld   bool
+		wantFiller bool
+	}{
+		"a guess: not held":             {wantFiller: true},
+		"reserve whatever: held for it": {conf: -1, wantHeld: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+				Config{Policy: Corral, Backfill: BackfillConfig{ReserveConfidence: tc.conf}})
+			w.now = t0.Add(22 * time.Hour)
+			w.run(min8("overdue", 60), "r0-n-0")
+			w.now = t0.Add(25 * time.Hour)
+			head := build.Job("head").GPUs(8).Pods(2).Expected(100 * time.Hour).Obj()
+			head.Submit = t0
+			filler := min8("filler", 12*60)
+			filler.Submit = w.now
+			w.submit(head, filler)
+			p := w.runCycle()
+			if got := p.Stats.StarvedReservations == 1; got != tc.wantHeld {
+				t.Errorf("starved reservations %d (%+v), want held %v", p.Stats.StarvedReservations, p.Reservations, tc.wantHeld)
+			}
+			if got := outcomeOf(p, "filler").Placed; got != tc.wantFiller {
+				t.Errorf("filler placed = %v, want %v", got, tc.wantFiller)
 			}
 		})
 	}

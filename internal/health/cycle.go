@@ -113,6 +113,9 @@ func (h *Cycle) remediate(idx *Index) map[workload.JobID]cycle.RunningJob {
 		}
 		h.l.Evict(cycle.Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: cycle.CauseFailure,
 			Message: d.Message, LostGPUSeconds: h.l.RestartCost(rj, lost)})
+		// An escalation later in this cycle restarts what the job still
+		// holds: not these pods again (a Plan names each eviction once).
+		byID[rj.Job.ID] = without(rj, d.Evict)
 		if d.Action == workload.RestartGang {
 			h.handled[rj.Job.ID] = true
 		}
@@ -146,7 +149,9 @@ func (h *Cycle) placePins(byID map[workload.JobID]cycle.RunningJob) {
 		}
 		h.handled[pj.Job.ID] = true
 		placed := h.placePinned(pj, within, replacing)
-		if !placed && running && replacing && Escalates(pj.Job) {
+		// A gang this cycle's remediation left holding nothing restarts
+		// whole already: nothing is left to escalate.
+		if !placed && running && replacing && len(rj.Pods) > 0 && Escalates(pj.Job) {
 			rem, ev := Escalate(rj)
 			ev.LostGPUSeconds = h.l.RestartCost(rj, nil)
 			h.l.Remediated(rem)
@@ -183,4 +188,20 @@ func (h *Cycle) placePinned(pj cycle.PendingJob, within cluster.DomainID, replac
 	}
 	h.l.Wait(pj.Job.ID, reason)
 	return false
+}
+
+// without is rj holding none of the pods gone.
+func without(rj cycle.RunningJob, gone []workload.PodRef) cycle.RunningJob {
+	out := make(map[workload.PodRef]bool, len(gone))
+	for _, p := range gone {
+		out[p] = true
+	}
+	kept := make([]cycle.PodBind, 0, len(rj.Pods))
+	for _, p := range rj.Pods {
+		if !out[p.Pod] {
+			kept = append(kept, p)
+		}
+	}
+	rj.Pods = kept
+	return rj
 }
