@@ -136,12 +136,15 @@ type Ledger interface {
 	Gang(pj cycle.PendingJob) (g placement.Gang, key string, ok bool)
 }
 
-// Queues is what growth asks of the cycle's queues: a grown pod counts
-// against its queue's limits like any placement (queue.State).
+// Queues is what backfill asks of the cycle's queues (queue.State): a
+// grown pod counts against its queue's limits like any placement, and the
+// pods shrink and pool reclaim evict leave their queue's usage.
 type Queues interface {
 	Leaf(j *workload.Job) (string, error)
 	LimitAfter(leaf string, view *cluster.State, as []placement.Assignment) string
 	Bound(leaf string, view *cluster.State, as []placement.Assignment)
+	// Unbound takes evicted pods off their job's queue usage.
+	Unbound(job workload.JobID, view *cluster.State, pods []cluster.Placed)
 }
 
 // Cycle is backfill's state within one cycle: reservations made, the pools
@@ -184,7 +187,8 @@ func NewCycle(cfg Config, mode Mode, l Ledger) *Cycle {
 	return &Cycle{cfg: cfg.withDefaults(), mode: mode, l: l, holds: l.Holds(), queueRs: map[string]int{}}
 }
 
-// SetQueues links the cycle's queues (nil: none), for growth's limits.
+// SetQueues links the cycle's queues (nil: none), for growth's limits
+// and the usage of the pods shrink and pool reclaim evict.
 func (b *Cycle) SetQueues(q Queues) { b.queues = q }
 
 // StartedStarved reports whether rj started only after waiting past the

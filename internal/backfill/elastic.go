@@ -89,6 +89,7 @@ func (b *Cycle) commitShrink(j *workload.Job, cuts []cut) {
 		// preemption of them would.
 		ev.LostGPUSeconds = b.l.RestartCost(c.rj, ev.Pods)
 		b.l.Evict(ev)
+		b.unbound(c.rj.Job.ID, c.pods)
 	}
 }
 
@@ -152,6 +153,7 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 				ev.Pods = append(ev.Pods, p.Pod)
 			}
 			b.l.Evict(ev)
+			b.unbound(t.Job.ID, t.Pods)
 		}
 		return res, true
 	}
@@ -163,6 +165,20 @@ func (b *Cycle) ReclaimPool(j *workload.Job, g placement.Gang) (placement.Result
 		}
 	})
 	return placement.Result{}, false
+}
+
+// unbound takes pods evicted for room off their job's queue usage, as
+// preemption does for its victims, so that DRF order and limits later in
+// the cycle no longer count them.
+func (b *Cycle) unbound(job workload.JobID, pods []cycle.PodBind) {
+	if b.queues == nil {
+		return
+	}
+	placed := make([]cluster.Placed, len(pods))
+	for i, p := range pods {
+		placed[i] = p.Placed
+	}
+	b.queues.Unbound(job, b.l.View(), placed)
 }
 
 // restore gives back capacity taken out of the view on a trial: holds are

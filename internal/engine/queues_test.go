@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/placement"
@@ -279,4 +280,54 @@ func evicted(p Plan) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestEvictionsForRoomLeaveTheQueueUsage: pods taken from queue a's jobs to
+// make room for queue b's job, by shrinking an elastic job or taking a pool
+// back, leave a's usage at once, as preemption's victims do: what DRF
+// orders and limits check later in the cycle is what a holds after them.
+func TestEvictionsForRoomLeaveTheQueueUsage(t *testing.T) {
+	prefill := backfill.Pool{Name: "prefill", Class: "prefill", NodeLabels: map[string]string{build.LabelPrefix + "rack": "r1"},
+		Others: backfill.PoolPreemptible}
+	cases := map[string]struct {
+		pools []backfill.Pool
+		run   func(w *world)
+		job   *workload.Job
+		cause EvictionCause
+		want  map[string]int64 // GPUs per queue after the cycle
+	}{
+		"shrink": {
+			run: func(w *world) {
+				w.run(build.Job("e").Queue("a").GPUs(8).Pods(4).Min(1).Expected(10*time.Hour).Obj(),
+					"r0-n-0", "r0-n-1", "r1-n-0", "r1-n-1")
+			},
+			job: build.Job("j").Queue("b").GPUs(8).Expected(time.Hour).Obj(), cause: CauseShrink,
+			want: map[string]int64{"a": 24, "b": 8},
+		},
+		"pool reclaim": {
+			pools: []backfill.Pool{prefill},
+			run: func(w *world) {
+				w.run(build.Job("busy").Queue("a").GPUs(8).Pods(2).Expected(time.Hour).Obj(), "r0-n-0", "r0-n-1")
+				w.run(build.Job("other").Queue("a").GPUs(8).Pods(2).Preemptible().Expected(time.Hour).Obj(), "r1-n-0", "r1-n-1")
+			},
+			job: build.Job("j").Queue("b").Class("prefill").GPUs(8).Expected(time.Hour).Obj(), cause: CauseReclaim,
+			want: map[string]int64{"a": 16, "b": 8},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(2, 2)), Config{Policy: Corral})
+			w.queues = []queue.Spec{{Name: "a"}, {Name: "b"}}
+			w.pools = tc.pools
+			tc.run(w)
+			w.submit(tc.job)
+			p := w.runCycle()
+			if len(p.Evictions) == 0 || p.Evictions[0].Cause != tc.cause || !outcomeOf(p, "j").Placed {
+				t.Fatalf("want j placed after a %s eviction; evictions %+v, pending %+v", tc.cause, p.Evictions, p.Pending)
+			}
+			if diff := cmp.Diff(tc.want, queueGPUs(p)); diff != "" {
+				t.Errorf("GPUs per queue (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -379,6 +379,17 @@ func (q *State) Bound(leaf string, view *cluster.State, as []placement.Assignmen
 	q.Charge(leaf, ChargeOfAssignments(view, as), +1)
 }
 
+// Unbound takes pods evicted from a running job off its queue's usage
+// (nothing when the job is charged nowhere).
+func (q *State) Unbound(job workload.JobID, view *cluster.State, pods []cluster.Placed) {
+	if q == nil {
+		return
+	}
+	if leaf, ok := q.runningLeaf[job]; ok {
+		q.Charge(leaf, q.Held(view, pods), -1)
+	}
+}
+
 // BoundBinds charges the pod-by-pod baselines' binds.
 func (q *State) BoundBinds(leaf string, view *cluster.State, binds []cycle.GangBind) {
 	if q == nil || leaf == "" {
