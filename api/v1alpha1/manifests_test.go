@@ -260,6 +260,7 @@ func TestClusterRole(t *testing.T) {
 		"/pods/eviction":                            {"create"},
 		"/nodes":                                    {"get", "list", "patch", "watch"}, // MIG re-partitions are recorded on the node
 		"/events":                                   {"create", "patch", "update"},
+		"/namespaces":                               read, // pod affinity's namespaceSelector matches namespace labels
 		"events.k8s.io/events":                      {"create", "patch", "update"},
 		"resource.k8s.io/resourceslices":            read,
 		"resource.k8s.io/deviceclasses":             read,

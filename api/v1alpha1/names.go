@@ -124,6 +124,11 @@ const (
 	// scheduler restart; corral reads it only while every bound pod of the
 	// gang is still inside that domain.
 	AnnotationReplaceWithin = "corral.dev/replace-within"
+	// AnnotationEvictedFor is written by corral on a pod it evicts to make
+	// room for a job: the job's id. While the pod terminates, that job
+	// waits for it (engine.Snapshot.Terminating), across a scheduler
+	// restart.
+	AnnotationEvictedFor = "corral.dev/evicted-for"
 	// ConditionGPUHealthy is a Node condition a health agent sets: status
 	// False means the node's GPUs failed (the message says why); corral
 	// treats the node as failed until it is True again.

@@ -223,7 +223,6 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 		}
 		sort.Slice(ev.Pods, func(a, c int) bool { return podLess(ev.Pods[a], ev.Pods[c]) })
 		b.l.Evict(ev)
-		b.l.Stats().Evictions++
 	}
 	b.l.RetakeHolds()
 	return true

@@ -97,8 +97,8 @@ func (k *Kube) Cycle(s *engine.Snapshot) engine.Plan {
 	for _, id := range peOrder {
 		plan.Evictions = append(plan.Evictions, engine.Eviction{Job: id, Pods: pe[id], Cause: engine.CausePreempt,
 			Message: fmt.Sprintf("%d pods preempted by higher-priority pods", len(pe[id]))})
+		plan.Stats.CountEviction(engine.CausePreempt)
 	}
-	plan.Stats.Evictions = len(plan.Evictions)
 	return plan
 }
 
@@ -118,9 +118,10 @@ func (k *Kube) gang(view *cluster.State, placer *placement.Placer, run *running,
 	}
 	placer.Commit()
 	for _, v := range victims {
-		plan.Evictions = append(plan.Evictions, evictWhole(v, pj.Job.ID, "preempted by a higher-priority gang"))
+		ev := evictWhole(v, pj.Job.ID, "preempted by a higher-priority gang")
+		plan.Evictions = append(plan.Evictions, ev)
+		plan.Stats.CountEviction(ev.Cause)
 	}
-	plan.Stats.Evictions += len(victims)
 	plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, placed))
 	plan.Stats.JobsPlaced++
 	plan.Stats.PodsPlaced += len(placed)

@@ -46,9 +46,11 @@ import (
 // ClusterQueue's available quota (nominal, plus what it may borrow from its
 // Cohorts) holds what it asks for; jobs within nominal quota go before jobs
 // that would borrow; preemption takes lower-priority jobs of the same
-// ClusterQueue (withinClusterQueue: LowerPriority) and, for a queue that may
-// reclaim, jobs of ClusterQueues that are borrowing (reclaimWithinCohort:
-// Any), until both the quota and the topology fit. Without queues, one
+// ClusterQueue (withinClusterQueue: LowerPriority) and, for a queue under
+// its nominal quota that may reclaim, jobs of ClusterQueues that are
+// borrowing (reclaimWithinCohort: Any; the job must then fit within its
+// nominal quota), until both the quota and the topology fit
+// (kueueQuota.attempts). Without queues, one
 // ClusterQueue's nominal quota is the whole cluster.
 //
 // Not modelled: lending limits, fair sharing, BorrowWithinCohort, TAS's
@@ -106,19 +108,28 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 		var victims []*runJob
 		if placed == nil {
 			acct := tasAccount{view: view, quota: quota}
-			fits := func() bool { return t.fits(view, probe, pods) }
-			cands := run.lowerThan(pj.Job.Priority)
+			attempts := []preemptAttempt{{cands: run.lowerThan(pj.Job.Priority), borrow: true}}
+			var rank func(*runJob) int
 			if quota != nil {
-				fits = func() bool { return quota.shortfall(cq, demand) == "" && t.fits(view, probe, pods) }
-				cands = quota.candidates(run, cq, pj.Job.Priority)
+				attempts, rank = quota.attempts(run, cq, pj.Job.Priority, demand), quota.otherQueueFirst(cq)
 			}
-			if vs := preemptTAS(acct, cands, fits); vs != nil {
+			for _, at := range attempts {
+				fits := func() bool {
+					if quota != nil && (quota.shortfall(cq, demand) != "" || !at.borrow && quota.borrows(cq, demand)) {
+						return false
+					}
+					return t.fits(view, probe, pods)
+				}
+				vs := preemptTAS(acct, at.cands, fits, rank)
+				if vs == nil {
+					continue
+				}
 				if placed, _ = t.place(view, placer, probe, pods); placed != nil {
 					victims = vs
-				} else {
-					for _, v := range vs {
-						acct.hold(v)
-					}
+					break
+				}
+				for _, v := range vs {
+					acct.hold(v)
 				}
 			}
 		}
@@ -137,9 +148,10 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 		}
 		for _, v := range victims {
 			v.gone = true
-			plan.Evictions = append(plan.Evictions, evictWhole(v, pj.Job.ID, "preempted by a higher-priority workload"))
+			ev := evictWhole(v, pj.Job.ID, "preempted by a higher-priority workload")
+			plan.Evictions = append(plan.Evictions, ev)
+			plan.Stats.CountEviction(ev.Cause)
 		}
-		plan.Stats.Evictions += len(victims)
 		plan.Binds = append(plan.Binds, bindOf(view, pj.Job.ID, placed))
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(placed)
@@ -412,16 +424,20 @@ func (a tasAccount) hold(j *runJob) {
 	hold(a.view, j)
 }
 
-// preemptTAS is Kueue's minimalPreemptions: take candidates (lowest
-// priority, then most recently started) until the job fits, then give back
-// all but the last while it still fits. It returns the victims with their
-// capacity (and quota) released, or nil (nothing changed).
-func preemptTAS(acct tasAccount, cands []*runJob, fits func() bool) []*runJob {
+// preemptTAS is Kueue's minimalPreemptions: take candidates (by rank when
+// given: other ClusterQueues first; then lowest priority, then most
+// recently started) until the job fits, then give back all but the last
+// while it still fits. It returns the victims with their capacity (and
+// quota) released, or nil (nothing changed).
+func preemptTAS(acct tasAccount, cands []*runJob, fits func() bool, rank func(*runJob) int) []*runJob {
 	if len(cands) == 0 {
 		return nil
 	}
 	sort.SliceStable(cands, func(a, b int) bool {
 		ca, cb := cands[a], cands[b]
+		if rank != nil && rank(ca) != rank(cb) {
+			return rank(ca) < rank(cb)
+		}
 		if ca.priority != cb.priority {
 			return ca.priority < cb.priority
 		}

@@ -277,14 +277,24 @@ func (q *kueueQuota) hold(view *cluster.State, j *runJob) {
 	}
 }
 
-// candidates are the workloads Kueue's preemptor may take for a job of
-// ClusterQueue cq at priority prio (pkg/scheduler/preemption, findCandidates):
-// withinClusterQueue: LowerPriority, the ClusterQueue's own workloads of
-// lower priority; and, when the queue may reclaim (reclaimWithinCohort:
-// Any), workloads of any priority in other ClusterQueues of the cohort
-// that are borrowing.
-func (q *kueueQuota) candidates(run *running, cq int, prio int32) []*runJob {
-	var out []*runJob
+// preemptAttempt is one try of Kueue's classicalPreemptions: the
+// candidates, and whether the job may borrow once they are gone.
+type preemptAttempt struct {
+	cands  []*runJob
+	borrow bool
+}
+
+// attempts are Kueue's preemption tries for a job of ClusterQueue cq at
+// priority prio (pkg/scheduler/preemption: classicalPreemptions,
+// findCandidates; borrowWithinCohort is Never, Kueue's default):
+// withinClusterQueue: LowerPriority takes the ClusterQueue's own workloads
+// of lower priority, and the job may then borrow; a queue that may reclaim
+// (reclaimWithinCohort: Any) and is under its nominal quota first tries
+// workloads of other ClusterQueues that are borrowing as well, and then
+// must fit within its own nominal quota (no borrowing), so two queues never
+// take the same capacity back and forth.
+func (q *kueueQuota) attempts(run *running, cq int, prio int32, demand cycle.Amounts) []preemptAttempt {
+	var own, others []*runJob
 	for _, j := range run.jobs {
 		u, ok := q.usedBy[string(j.id)]
 		if j.gone || !ok {
@@ -292,12 +302,39 @@ func (q *kueueQuota) candidates(run *running, cq int, prio int32) []*runJob {
 		}
 		switch {
 		case u.cq == cq && j.priority < prio:
-			out = append(out, j)
-		case u.cq != cq && q.nodes[cq].reclaim && q.borrowing(u.cq):
-			out = append(out, j)
+			own = append(own, j)
+		case u.cq != cq && q.borrowing(u.cq):
+			others = append(others, j)
 		}
 	}
-	return out
+	withinCQ := preemptAttempt{cands: own, borrow: true}
+	if !q.nodes[cq].reclaim || len(others) == 0 || !q.underNominal(cq, demand) {
+		return []preemptAttempt{withinCQ}
+	}
+	return []preemptAttempt{{cands: append(others, own...)}, withinCQ}
+}
+
+// underNominal is queueUnderNominalInResourcesNeedingPreemption: the
+// ClusterQueue uses less than its nominal quota of every resource the job
+// asks for.
+func (q *kueueQuota) underNominal(cq int, demand cycle.Amounts) bool {
+	for r := range demand {
+		if q.nodes[cq].usage[r] >= q.nodes[cq].nominal[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// otherQueueFirst is CandidatesOrdering's first key: workloads of other
+// ClusterQueues before the preemptor's own.
+func (q *kueueQuota) otherQueueFirst(cq int) func(*runJob) int {
+	return func(j *runJob) int {
+		if u, ok := q.usedBy[string(j.id)]; ok && u.cq != cq {
+			return 0
+		}
+		return 1
+	}
 }
 
 // borrowing reports whether a ClusterQueue uses more than its nominal quota

@@ -74,6 +74,16 @@ func TestKueueTASQuota(t *testing.T) {
 			pending: []*workload.Job{job("b-job", "b", 1, 0, 60)},
 			want:    outcome{Evicted: map[string]int{"a-low": 4}, Bound: map[string][]string{"b-job": {"n-0"}}},
 		},
+		"a queue at its nominal quota reclaims nothing: it would borrow": {
+			queues: []cycle.QueueSpec{cq("a", 16, 0, false), cq("b", 8, 0, true)},
+			running: []run{
+				{job("a-big", "a", 3, 0, 0), []string{"n-0", "n-1", "n-2"}},
+				{job("b-run", "b", 1, 0, 0), []string{"n-3"}},
+			},
+			pending: []*workload.Job{job("b-more", "b", 1, 0, 60)},
+			want:    outcome{Evicted: map[string]int{}, Bound: map[string][]string{}},
+			verdict: map[string]string{"b-more": "WaitQuota"},
+		},
 		"a job within nominal quota goes before a higher-priority one that borrows": {
 			queues: []cycle.QueueSpec{cq("a", 16, 0, false), cq("b", 16, 0, false)},
 			running: []run{

@@ -185,14 +185,22 @@ type CycleStats struct {
 	ShapeCacheHits int // jobs skipped because an identical shape already failed this cycle
 
 	// Preemption: searches run, placements they tried, searches that ran out
-	// of budget (their jobs keep waiting; the reason says so), and
-	// evictions decided (consolidation moves included).
+	// of budget (their jobs keep waiting; the reason says so), and the
+	// consolidation moves among the evictions.
 	PreemptSearches    int
 	PreemptEvaluations int
 	PreemptGaveUp      int
 	PreemptDeferred    int // preemptions held back for the victims' next checkpoint
-	Evictions          int
 	Consolidations     int
+
+	// Evictions counts the Plan's evictions, whatever their cause
+	// (preemption, reclaim, consolidation, shrink, pool reclaim, max
+	// runtime, failure, rollback), and EvictionsByCause the same by
+	// Eviction.Cause (nil when there is none). Each counts a decision, one
+	// a job; the drivers' corral_evictions_total{cause} counts the pods
+	// they evict, with the same causes.
+	Evictions        int
+	EvictionsByCause map[EvictionCause]int
 
 	// Backfilled counts jobs placed on reserved nodes because they are
 	// expected to end before the reservation starts.
@@ -208,4 +216,13 @@ type CycleStats struct {
 	// HealthProblems are health inputs the cycle could not use (unknown
 	// nodes, devices, levels), sorted.
 	HealthProblems []string
+}
+
+// CountEviction counts one eviction of the plan, of cause c.
+func (s *CycleStats) CountEviction(c EvictionCause) {
+	s.Evictions++
+	if s.EvictionsByCause == nil {
+		s.EvictionsByCause = map[EvictionCause]int{}
+	}
+	s.EvictionsByCause[c]++
 }

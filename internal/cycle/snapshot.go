@@ -46,6 +46,18 @@ type RunningJob struct {
 	LastCheckpoint time.Time
 }
 
+// TerminatingPod is a pod evicted for a job that has not terminated yet.
+type TerminatingPod struct {
+	Name  string         // for reasons, e.g. namespace/name
+	For   workload.JobID // the job it was evicted for
+	Since time.Time      // when it began terminating
+}
+
+// VictimWait bounds how long a job waits for the pods evicted for it to
+// terminate: a pod stuck terminating (its node is gone) must not block it
+// forever; past this, the cycle decides afresh.
+const VictimWait = 5 * time.Minute
+
 // Snapshot is everything one cycle may look at.
 type Snapshot struct {
 	// State is the cluster's free capacity now. The engine does not change it.
@@ -57,6 +69,15 @@ type Snapshot struct {
 	// Queues is the queue tree as admins wrote it; empty means one implicit
 	// queue holding every job.
 	Queues []QueueSpec
+	// Terminating lists the pods on their way out (evicted, not gone yet)
+	// that were evicted to make room for a job: their capacity is still
+	// taken in State. That job waits until they are gone (at most
+	// VictimWait from when they began terminating): a kubelet counts a pod
+	// until it has terminated, so binding at once would have the node
+	// reject the job, and evicting again would take more than needed.
+	// Drivers read it from the cluster, so a restarted one keeps the job
+	// waiting too.
+	Terminating []TerminatingPod
 	// Mix is the expected workload, used to keep capacity useful for it:
 	// the pods present now (pending and running), as engine.MixOf counts
 	// them in both drivers.

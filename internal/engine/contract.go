@@ -21,8 +21,10 @@ type (
 	Repartition = cycle.Repartition
 	Remediation = cycle.Remediation
 	Warning     = cycle.Warning
-	QueueStatus = cycle.QueueStatus
-	CycleStats  = cycle.CycleStats
+	// TerminatingPod is a pod evicted for a job, not gone yet.
+	TerminatingPod = cycle.TerminatingPod
+	QueueStatus    = cycle.QueueStatus
+	CycleStats     = cycle.CycleStats
 	// EvictionCause says why pods are taken away from a running job.
 	EvictionCause = cycle.EvictionCause
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -222,8 +223,17 @@ func describePlan(p Plan, now time.Time) string {
 		fmt.Fprintf(&b, ": %s\n", pe.Reason.Message)
 	}
 	s := p.Stats
-	fmt.Fprintf(&b, "stats: considered %d, placed %d jobs / %d pods, evictions %d, backfilled %d",
-		s.JobsConsidered, s.JobsPlaced, s.PodsPlaced, s.Evictions, s.Backfilled)
+	fmt.Fprintf(&b, "stats: considered %d, placed %d jobs / %d pods, evictions %d", s.JobsConsidered, s.JobsPlaced,
+		s.PodsPlaced, s.Evictions)
+	if len(s.EvictionsByCause) > 0 {
+		causes := make([]string, 0, len(s.EvictionsByCause))
+		for c, n := range s.EvictionsByCause {
+			causes = append(causes, fmt.Sprintf("%s %d", c, n))
+		}
+		sort.Strings(causes)
+		fmt.Fprintf(&b, " (%s)", strings.Join(causes, ", "))
+	}
+	fmt.Fprintf(&b, ", backfilled %d", s.Backfilled)
 	if !p.Retry.IsZero() {
 		fmt.Fprintf(&b, ", retry at +%s", p.Retry.Sub(now))
 	}

@@ -550,3 +550,26 @@ func TestPinnedReplacementIsNotGrownAgain(t *testing.T) {
 		t.Errorf("grew %d pods, want 0", p.Stats.PodsGrown)
 	}
 }
+
+// TestEscalationOfAGangLeftHoldingNothing: a two-rank gang waits for the
+// replacement of one rank when the other fails too, and its replacement
+// takes the rack's last free node. The gang holds nothing any more: the
+// plan evicts the second rank once and restarts nothing else.
+func TestEscalationOfAGangLeftHoldingNothing(t *testing.T) {
+	w := newHealthWorld(t, gang("g"), "r0-n-0", "r0-n-1")
+	eng := New(Config{Policy: Corral})
+	f1 := w.failDevice(t, "r0-n-0", 3)
+	p1 := eng.Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Failures: []health.Failure{f1}, Now: t0})
+	w.apply(t, p1)
+	r := p1.Remediations[0]
+	f2 := w.failDevice(t, "r0-n-1", 3)
+	p2 := eng.Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Failures: []health.Failure{f1, f2}, Now: t0,
+		Pending: []PendingJob{{Job: w.run.Job, Waiting: r.Pods, Within: Pin{Level: r.Level, Domain: r.Domain}}}})
+	want := []remediation{{Action: workload.ReplaceRanks, Evicted: []string{"g/0-1"}, Domain: "r0"}}
+	if diff := cmp.Diff(want, remediationOf(p2)); diff != "" {
+		t.Errorf("remediation (-want +got):\n%s", diff)
+	}
+	if len(p2.Evictions) != 1 || len(p2.Evictions[0].Pods) != 1 {
+		t.Errorf("evictions %+v, want g/0-1 once", p2.Evictions)
+	}
+}

@@ -135,11 +135,13 @@ func (l *ledger) Restore(pods []cluster.Placed) {
 	}
 }
 
-// Evict records an eviction: its pods leave their job and their capacity
-// returns to the view, unless vacate freed it already.
+// Evict records an eviction, and counts it by cause in the plan's stats:
+// its pods leave their job and their capacity returns to the view, unless
+// vacate freed it already.
 func (l *ledger) Evict(ev Eviction) {
 	l.plan.Evictions = append(l.plan.Evictions, ev)
 	l.running, l.holders = nil, nil
+	l.plan.Stats.CountEviction(ev.Cause)
 	lj, ok := l.byID[ev.Job]
 	if !ok {
 		return

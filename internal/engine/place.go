@@ -15,6 +15,10 @@ func (c *run) place(i int) {
 		return
 	}
 	c.l.plan.Stats.JobsConsidered++
+	if r, waits := c.awaitingVictims(pj); waits { // victims.go
+		c.wait(pj, r)
+		return
+	}
 	leaf := c.qs.LeafOfJob(i)
 	pods, reason, ok := resolvePods(c.l.view, pj)
 	if !ok {
@@ -39,7 +43,7 @@ func (c *run) place(i int) {
 	}
 	if pj.Waiting != nil {
 		// Part of the gang is bound: if the whole gang could never fit,
-		// say so (the driver rolls the bound part back) rather than place
+		// say so (rollBack then evicts the bound part) rather than place
 		// the rest.
 		if all, _, ok := resolvePods(c.l.view, PendingJob{Job: pj.Job}); ok {
 			whole := gang

@@ -149,13 +149,13 @@ func (h *Cycle) placePins(byID map[workload.JobID]cycle.RunningJob) {
 		}
 		h.handled[pj.Job.ID] = true
 		placed := h.placePinned(pj, within, replacing)
-		if !placed && running && replacing && Escalates(pj.Job) {
+		// A gang this cycle's remediation left holding nothing restarts
+		// whole already: nothing is left to escalate.
+		if !placed && running && replacing && len(rj.Pods) > 0 && Escalates(pj.Job) {
 			rem, ev := Escalate(rj)
 			ev.LostGPUSeconds = h.l.RestartCost(rj, nil)
 			h.l.Remediated(rem)
-			if len(ev.Pods) > 0 {
-				h.l.Evict(ev)
-			}
+			h.l.Evict(ev)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"time"
-
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -26,20 +24,18 @@ import (
 // goroutine: a restarted scheduler places the rest of such a gang through
 // the ordinary path (inside its required level, if it has one).
 type cutOff struct {
-	pin   engine.Pin // the domain the engine chose for the whole gang
-	since time.Time
-	err   string // the write that failed
+	pin engine.Pin // the domain the engine chose for the whole gang
 }
 
 // recordCutOff remembers a gang whose binding stopped part-way.
-func (s *Scheduler) recordCutOff(gb engine.GangBind, now time.Time, err error) {
+func (s *Scheduler) recordCutOff(gb engine.GangBind) {
 	if s.cutoffs == nil {
 		s.cutoffs = map[workload.JobID]cutOff{}
 	}
 	if _, ok := s.cutoffs[gb.Job]; ok {
-		return // cut off before: keep the first domain and time
+		return // cut off before: keep the first domain
 	}
-	s.cutoffs[gb.Job] = cutOff{pin: engine.Pin{Level: gb.Level, Domain: gb.Domain}, since: now, err: err.Error()}
+	s.cutoffs[gb.Job] = cutOff{pin: engine.Pin{Level: gb.Level, Domain: gb.Domain}}
 }
 
 // pinCutOffs makes the domain the engine chose for a cut-off gang the

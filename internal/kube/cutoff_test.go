@@ -87,7 +87,7 @@ func TestCutOffGangJoinsItsPeers(t *testing.T) {
 		w, err := c.buildWorld(time.Unix(2000, 0))
 		must(t, err)
 		if cut {
-			s.cutoffs = map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}, since: time.Unix(1990, 0), err: "x"}}
+			s.cutoffs = map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}}}
 		}
 		s.pinCutOffs(w)
 		plan := s.engine.Cycle(w.snap)

@@ -3,9 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strings"
+	"sort"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,7 +59,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		res.PodsBound++
 		s.reporter.scheduled(sb.pod, sb.node, " (into the room its gang held for it)")
 	}
-	held := s.holdPreemptors(w, start)
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
 	for _, wn := range plan.Warnings {
@@ -77,6 +75,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	// victim to terminate (the kubelet counts it until then), and one onto
 	// a node whose eviction failed (a PodDisruptionBudget) never had room.
 	evictedOn := map[string]bool{}
+	victimsFor := map[workload.JobID][]string{} // this plan's evictions, by the job they make room for
 	for _, ev := range plan.Evictions {
 		if ev.Cause == engine.CauseFailure {
 			continue // carried out by remediate
@@ -93,16 +92,23 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		for _, n := range nodes {
 			evictedOn[n] = true
 		}
-		if ev.By != "" && len(pods) > 0 {
-			s.preempting.record(ev.By, pods, start)
+		for _, p := range pods {
+			if ev.By != "" {
+				victimsFor[ev.By] = append(victimsFor[ev.By], p.Namespace+"/"+p.Name)
+			}
 		}
 	}
+	// A bind onto a node with a pod this plan evicts waits a cycle: the
+	// kubelet counts the pod until it has terminated. The next snapshot
+	// lists it in Terminating (AnnotationEvictedFor), and the engine keeps
+	// the job it was evicted for waiting until it is gone.
+	held := map[workload.JobID][]string{}
 	binds := plan.Binds
 	if len(evictedOn) > 0 {
 		binds = nil
 		for _, gb := range plan.Binds {
 			if onAny(gb, evictedOn) {
-				held[gb.Job] = s.preempting.victims(gb.Job)
+				held[gb.Job] = victimsFor[gb.Job]
 				continue
 			}
 			binds = append(binds, gb)
@@ -155,7 +161,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 				res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
 				s.metrics.bindErrors.Inc()
 				if kj != nil && (n > 0 || len(kj.bound) > 0) {
-					s.recordCutOff(gb, start, err) // cutoff.go
+					s.recordCutOff(gb) // cutoff.go
 				}
 			}
 		}(gb)
@@ -167,7 +173,12 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		if kj == nil {
 			continue
 		}
-		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, waitingForVictims(victims)); err != nil {
+		msg := "waiting for the pods the plan evicts from its nodes to terminate (an eviction failed, or is for another job)"
+		if len(victims) > 0 {
+			sort.Strings(victims)
+			msg = engine.WaitingForVictims(victims)
+		}
+		if err := s.reporter.pending(ctx, kj, ReasonUnschedulable, msg); err != nil {
 			s.log.Warn("reporting", "err", err)
 		}
 	}
@@ -257,41 +268,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	s.metrics.pendingPods.Set(float64(pendingPods - res.PodsBound))
 	s.metrics.ops.observe(w, plan, held) // opsmetrics.go
 	return res, nil
-}
-
-// holdPreemptors takes out of the snapshot the jobs still waiting for pods
-// evicted for them to terminate, and returns them with those pods' names.
-func (s *Scheduler) holdPreemptors(w *world, now time.Time) map[workload.JobID][]string {
-	if len(s.preempting.waits) == 0 {
-		return map[workload.JobID][]string{} // the common case costs no pod listing
-	}
-	live := map[types.UID]bool{}
-	for _, o := range s.cache.pods.GetStore().List() {
-		if p := o.(*corev1.Pod); !terminal(p) {
-			live[p.UID] = true
-		}
-	}
-	held := s.preempting.waiting(live, now)
-	if len(held) == 0 {
-		return map[workload.JobID][]string{}
-	}
-	kept := w.snap.Pending[:0:0]
-	for _, pj := range w.snap.Pending {
-		if _, ok := held[pj.Job.ID]; !ok {
-			kept = append(kept, pj)
-		}
-	}
-	w.snap.Pending = kept
-	return held
-}
-
-func waitingForVictims(victims []string) string {
-	const show = 5
-	if len(victims) > show {
-		return fmt.Sprintf("waiting for %d preempted pods to terminate (%s and %d more)", len(victims),
-			strings.Join(victims[:show], ", "), len(victims)-show)
-	}
-	return fmt.Sprintf("waiting for %d preempted pods to terminate (%s)", len(victims), strings.Join(victims, ", "))
 }
 
 // onAny reports whether a gang puts a pod on one of the nodes.

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -32,11 +33,20 @@ type fakeCluster struct {
 	mu     sync.Mutex
 	binds  []string // "pod->node"
 	evicts []string // pod names
+	// terminate: an eviction marks the pod for deletion instead of
+	// deleting it.
+	terminate bool
 }
 
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	t.Helper()
-	fc := &fakeCluster{client: fake.NewClientset(objs...)}
+	return startScheduler(t, &fakeCluster{client: fake.NewClientset(objs...)})
+}
+
+// startScheduler puts a new Scheduler on fc's clientset (a restart, when
+// fc had one).
+func startScheduler(t *testing.T, fc *fakeCluster) *fakeCluster {
+	t.Helper()
 	calls := 0
 	bindingAPI(fc.client, nil, &calls)
 	fc.client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -50,7 +60,20 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 			name := a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()
 			fc.mu.Lock()
 			fc.evicts = append(fc.evicts, name)
+			terminate := fc.terminate
 			fc.mu.Unlock()
+			if terminate {
+				// The pod terminates, as a kubelet's would: marked for
+				// deletion, still there.
+				obj, err := fc.client.Tracker().Get(podsGVR, a.GetNamespace(), name)
+				if err != nil {
+					return true, nil, err
+				}
+				p := obj.(*corev1.Pod).DeepCopy()
+				at, grace := metav1.NewTime(fakeNow.Add(30*time.Second)), int64(30)
+				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &at, &grace
+				return true, nil, fc.client.Tracker().Update(podsGVR, p, p.Namespace)
+			}
 			return true, nil, fc.client.Tracker().Delete(podsGVR, a.GetNamespace(), name)
 		}
 		return false, nil, nil // the binding reactor, or the tracker
@@ -80,21 +103,29 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	return fc
 }
 
-// cycle runs one cycle and waits until the informers show its writes.
+// cycle runs one cycle on what the API server holds and waits until the
+// informers show its writes.
 func (fc *fakeCluster) cycle(t *testing.T) CycleResult {
 	t.Helper()
+	fc.settle(t) // writes made outside a cycle, by the test
 	res, err := fc.s.Cycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	fc.settle(t)
+	return res
+}
+
+// settle waits until the informers show what the fake API server holds.
+func (fc *fakeCluster) settle(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !fc.informersCaughtUp() {
 		if time.Now().After(deadline) {
-			t.Fatal("the informers did not show the cycle's writes")
+			t.Fatal("the informers did not show the API server's pods")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return res
 }
 
 func (fc *fakeCluster) informersCaughtUp() bool {
@@ -102,9 +133,14 @@ func (fc *fakeCluster) informersCaughtUp() bool {
 	if err != nil {
 		return false
 	}
+	// What a cycle writes: bindings, evictions, annotations.
+	state := func(p *corev1.Pod) string {
+		return fmt.Sprint(p.Spec.NodeName, p.DeletionTimestamp != nil, p.Annotations[v1alpha1.AnnotationEvictedFor])
+	}
 	want := map[string]string{}
-	for _, p := range objs.(*corev1.PodList).Items {
-		want[p.Name] = p.Spec.NodeName
+	for i := range objs.(*corev1.PodList).Items {
+		p := &objs.(*corev1.PodList).Items[i]
+		want[p.Name] = state(p)
 	}
 	cached := fc.s.cache.pods.GetStore().List()
 	if len(cached) != len(want) {
@@ -112,7 +148,7 @@ func (fc *fakeCluster) informersCaughtUp() bool {
 	}
 	for _, o := range cached {
 		p := o.(*corev1.Pod)
-		if node, ok := want[p.Name]; !ok || node != p.Spec.NodeName {
+		if st, ok := want[p.Name]; !ok || st != state(p) {
 			return false
 		}
 	}
@@ -238,5 +274,49 @@ func TestCycleOnFakeClientset(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPreemptorWaitsForItsVictimsAcrossARestart: the job a pod was evicted
+// for waits while the pod terminates, with the engine's reason, also after
+// the scheduler restarted (the pod carries AnnotationEvictedFor), and binds
+// once the pod is gone.
+func TestPreemptorWaitsForItsVictimsAcrossARestart(t *testing.T) {
+	fc := newFakeCluster(t, rackNode("a-0", "a", 8),
+		pod("low").gpus(8).priority(1).ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3,gpu4,gpu5,gpu6,gpu7").
+			boundTo("a-0").obj(),
+		gangMember("hi-0", "hi", 8).priority(100).obj())
+	fc.terminate = true
+	fc.cycle(t)
+	if strings.Join(fc.evicts, " ") != "low" {
+		t.Fatalf("evictions %v, want low", fc.evicts)
+	}
+	if got := fc.podOf(t, "low").Annotations[v1alpha1.AnnotationEvictedFor]; got != "gang/ns/hi" {
+		t.Fatalf("victim's %s = %q, want gang/ns/hi", v1alpha1.AnnotationEvictedFor, got)
+	}
+	want := "waiting for 1 preempted pods to terminate (ns/low)"
+	for _, restart := range []bool{false, true} {
+		if restart {
+			fc = startScheduler(t, &fakeCluster{client: fc.client, terminate: true})
+		}
+		res := fc.cycle(t)
+		if len(fc.binds) != 0 || len(fc.evicts) > 1 {
+			t.Fatalf("restart=%v: binds %v, evictions %v while the victim terminates", restart, fc.binds, fc.evicts)
+		}
+		var reason engine.Reason
+		for _, p := range res.Plan.Pending {
+			reason = p.Reason
+		}
+		if reason.Level != engine.LevelPreemption || reason.Message != want {
+			t.Errorf("restart=%v: reason %+v, want %q", restart, reason, want)
+		}
+		if _, msg := scheduledCondition(fc.podOf(t, "hi-0")); msg != want {
+			t.Errorf("restart=%v: condition %q, want %q", restart, msg, want)
+		}
+	}
+	must(t, fc.client.Tracker().Delete(podsGVR, "ns", "low"))
+	fc.cycle(t)
+	if strings.Join(fc.binds, " ") != "hi-0->a-0" {
+		t.Errorf("binds %v once the victim is gone, want hi-0->a-0", fc.binds)
 	}
 }

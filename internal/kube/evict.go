@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,87 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/workload"
 )
-
-// victimWait bounds how long a preemptor is held back for its victims to
-// terminate. A victim stuck terminating (its node is gone) must not block
-// the preemptor forever: past this, the engine decides afresh.
-const victimWait = 5 * time.Minute
 
 // evictionBackoff is how long corral waits before it tries again to evict a
 // pod whose eviction a PodDisruptionBudget refused: the engine asks for it
 // every cycle, and each try writes a condition and an event.
 const evictionBackoff = 30 * time.Second
-
-// preemptions remembers, across cycles, which jobs wait for pods evicted
-// for them. The engine frees the victims' capacity in the plan that evicts
-// them, but a kubelet counts a pod until it has terminated: binding the
-// preemptor at once would have it rejected by the node, and seeing the
-// victims still running, the next cycle's engine would evict more. So the
-// preemptor sits out of the snapshot until its victims are gone. Used by
-// the cycle goroutine only; lost on restart (a new leader may then evict
-// again for the same job).
-type preemptions struct {
-	waits map[workload.JobID]victimSet
-}
-
-type victimSet struct {
-	uids  map[types.UID]string // pod UID -> namespace/name, for messages
-	since time.Time
-}
-
-// record notes that job waits for these pods.
-func (pr *preemptions) record(job workload.JobID, pods []*corev1.Pod, now time.Time) {
-	if pr.waits == nil {
-		pr.waits = map[workload.JobID]victimSet{}
-	}
-	vs, ok := pr.waits[job]
-	if !ok {
-		vs = victimSet{uids: map[types.UID]string{}, since: now}
-	}
-	for _, p := range pods {
-		vs.uids[p.UID] = p.Namespace + "/" + p.Name
-	}
-	pr.waits[job] = vs
-}
-
-// waiting returns, per job still held, the victims that exist yet (sorted
-// names), and forgets jobs whose victims are gone or that waited too long.
-func (pr *preemptions) waiting(live map[types.UID]bool, now time.Time) map[workload.JobID][]string {
-	out := map[workload.JobID][]string{}
-	for job, vs := range pr.waits {
-		var left []string
-		for uid, name := range vs.uids {
-			if live[uid] {
-				left = append(left, name)
-			}
-		}
-		if len(left) == 0 || now.Sub(vs.since) > victimWait {
-			delete(pr.waits, job)
-			continue
-		}
-		sort.Strings(left)
-		out[job] = left
-	}
-	return out
-}
-
-// victims names the pods a job waits for, sorted; for a job that preempted
-// nothing, the nodes' other victims are what it waits for.
-func (pr *preemptions) victims(job workload.JobID) []string {
-	vs, ok := pr.waits[job]
-	if !ok {
-		return []string{"pods the plan evicts from its nodes (an eviction failed, or is for another job)"}
-	}
-	var out []string
-	for _, name := range vs.uids {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // evictionMessage is the one line users read on the victim's condition and
 // events: the cause, the preemptor and the work lost.
@@ -172,7 +99,7 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 		if at, ok := b.blocked[p.UID]; ok && b.now().Sub(at) < evictionBackoff {
 			continue // refused moments ago: already logged, with an event
 		}
-		if err := b.evictPod(ctx, p, "corral: "+msg); err != nil {
+		if err := b.evictPod(ctx, p, "corral: "+msg, ev.By); err != nil {
 			if apierrors.IsTooManyRequests(err) {
 				if b.blocked == nil {
 					b.blocked = map[types.UID]time.Time{}
@@ -205,11 +132,23 @@ func (b *binder) evict(ctx context.Context, w *world, ev engine.Eviction, r *rep
 }
 
 // evictPod evicts one pod through the Eviction API, after writing a
-// DisruptionTarget condition with the message when there is one. A pod
-// already gone is not an error.
-func (b *binder) evictPod(ctx context.Context, p *corev1.Pod, conditionMessage string) error {
+// DisruptionTarget condition with the message when there is one, and the
+// job it makes room for (AnnotationEvictedFor) when there is one: that job
+// waits for the pod to terminate, and the annotation outlives a restart.
+// A pod already gone is not an error.
+func (b *binder) evictPod(ctx context.Context, p *corev1.Pod, conditionMessage string, forJob workload.JobID) error {
 	if err := b.fence.Check(); err != nil {
 		return fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	if forJob != "" && p.Annotations[v1alpha1.AnnotationEvictedFor] != string(forJob) {
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{v1alpha1.AnnotationEvictedFor: string(forJob)}}})
+		if err != nil {
+			return err
+		}
+		if _, err := b.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s/%s: annotation %s: %w", p.Namespace, p.Name, v1alpha1.AnnotationEvictedFor, err)
+		}
 	}
 	if conditionMessage != "" {
 		if err := b.disruptionTarget(ctx, p, conditionMessage); err != nil {

@@ -2,16 +2,9 @@ package kube
 
 import (
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/workload"
 )
 
 func TestEvictionMessage(t *testing.T) {
@@ -36,32 +29,6 @@ func TestEvictionMessage(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestPreemptionsHold: a preemptor waits while a victim exists, and no
-// longer than victimWait.
-func TestPreemptionsHold(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	victim := func(name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "b", UID: types.UID(name)}}
-	}
-	var pr preemptions
-	pr.record("owner", []*corev1.Pod{victim("v1"), victim("v2")}, t0)
-	got := pr.waiting(map[types.UID]bool{"v1": true, "v2": true, "other": true}, t0.Add(time.Second))
-	if diff := cmp.Diff(map[workload.JobID][]string{"owner": {"b/v1", "b/v2"}}, got); diff != "" {
-		t.Errorf("both victims live (-want +got):\n%s", diff)
-	}
-	got = pr.waiting(map[types.UID]bool{"v2": true}, t0.Add(2*time.Second))
-	if diff := cmp.Diff(map[workload.JobID][]string{"owner": {"b/v2"}}, got); diff != "" {
-		t.Errorf("one victim gone (-want +got):\n%s", diff)
-	}
-	if got := pr.waiting(map[types.UID]bool{"v2": true}, t0.Add(victimWait+time.Second)); len(got) != 0 {
-		t.Errorf("held past victimWait: %v", got)
-	}
-	pr.record("owner", []*corev1.Pod{victim("v3")}, t0)
-	if got := pr.waiting(map[types.UID]bool{}, t0); len(got) != 0 || len(pr.waits) != 0 {
-		t.Errorf("victims gone but still held: %v", got)
 	}
 }
 

@@ -176,14 +176,19 @@ func pendingReasons(w *world, plan engine.Plan, held map[workload.JobID][]string
 			// that typos do not mint series.
 			q = kj.job.Queue
 		}
-		counts[key{q, p.Reason.Verdict.String()}]++
+		reason := p.Reason.Verdict.String()
+		if p.Reason.Level == engine.LevelPreemption {
+			reason = pendingPreempting // its victims are terminating
+		}
+		counts[key{q, reason}]++
 	}
 	for _, kj := range w.jobs {
 		if !kj.pending() || kj.job == nil {
 			continue
 		}
+		_, isHeld := held[kj.job.ID]
 		switch {
-		case held[kj.job.ID] != nil:
+		case isHeld:
 			counts[key{kj.job.Queue, pendingPreempting}]++
 		case kj.invalid != "":
 			counts[key{kj.job.Queue, pendingInvalid}]++

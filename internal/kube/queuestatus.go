@@ -148,7 +148,7 @@ func newQueueMetrics() *queueMetrics {
 		accepted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "corral_queue_accepted",
 			Help: "1 if the queue is in the scheduler's queue tree, 0 if it is left out (see its Accepted condition)."}, []string{"queue"}),
 		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_evictions_total",
-			Help: "Pods evicted by the scheduler, by cause (Preempted, Reclaimed, Consolidated, Shrunk, ...)."}, []string{"cause"}),
+			Help: "Pods evicted by the scheduler, by cause (Preempted, Reclaimed, Consolidated, Shrunk, DeviceFailed, ...)."}, []string{"cause"}),
 		lostGPUSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_evictions_lost_gpu_seconds_total",
 			Help: "GPU-seconds of work the scheduler's evictions threw away (GPUs x time since the last checkpoint, plus restart overhead), by cause."}, []string{"cause"}),
 	}

@@ -81,6 +81,7 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 		if kj == nil {
 			continue
 		}
+		evicted := 0
 		for _, ref := range ev.Pods {
 			p := kj.pods[ref]
 			if p == nil {
@@ -90,9 +91,17 @@ func (s *Scheduler) remediate(ctx context.Context, w *world, plan engine.Plan) {
 				s.log.Warn("remediation eviction", "pod", p.Namespace+"/"+p.Name, "err", err)
 				continue
 			}
+			evicted++
 			h.remediated[p.UID] = true
 			s.reporter.event(p, corev1.EventTypeWarning, string(engine.CauseFailure), "Evict", "%s (%.0f GPU-hours of work since the last checkpoint lost)",
 				ev.Message, ev.LostGPUSeconds/3600)
+		}
+		// Counted with the other causes' evictions (cycle.go), so that
+		// corral_evictions_total{cause} covers every cause a Plan's stats
+		// count.
+		s.metrics.queue.evictions.WithLabelValues(string(ev.Cause)).Add(float64(evicted))
+		if evicted > 0 {
+			s.metrics.queue.lostGPUSeconds.WithLabelValues(string(ev.Cause)).Add(ev.LostGPUSeconds)
 		}
 	}
 	s.reportLeaving(ctx, w)

@@ -63,9 +63,7 @@ type Scheduler struct {
 	log      *slog.Logger
 	ready    atomic.Bool
 	events   events.EventBroadcaster
-	// preempting holds back jobs whose victims are still terminating.
-	preempting preemptions
-	health     *healthState
+	health   *healthState
 	// runtimes learns completed runtimes for estimates (history.go).
 	runtimes runtimeHistory
 	// cutoffs are gangs whose binding stopped part-way (cutoff.go). Used

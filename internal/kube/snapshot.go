@@ -237,6 +237,7 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 		}
 	}
 	snap.Mix = engine.MixOf(snap.Pending, snap.Running, 64) // the pods present now, as in corral sim
+	snap.Terminating = terminatingVictims(pods)
 	w.snap = snap
 	return w, nil
 }
@@ -447,3 +448,22 @@ func (noLookup) claim(string, string) (*resourcev1.ResourceClaim, bool) { return
 func (noLookup) deviceClass(string) (*resourcev1.DeviceClass, bool)     { return nil, false }
 func (noLookup) devices() *draView                                      { return nil }
 func (noLookup) eligibility() *eligibility                              { return nil }
+
+// terminatingVictims lists the pods corral evicted for a job that have not
+// terminated yet, read from the pods themselves (AnnotationEvictedFor and
+// the deletion's start), so a restarted scheduler keeps that job waiting.
+func terminatingVictims(pods []*corev1.Pod) []engine.TerminatingPod {
+	var out []engine.TerminatingPod
+	for _, p := range pods {
+		job := p.Annotations[v1alpha1.AnnotationEvictedFor]
+		if p.DeletionTimestamp == nil || job == "" || terminal(p) {
+			continue
+		}
+		since := p.DeletionTimestamp.Time
+		if g := p.DeletionGracePeriodSeconds; g != nil {
+			since = since.Add(-time.Duration(*g) * time.Second)
+		}
+		out = append(out, engine.TerminatingPod{Name: p.Namespace + "/" + p.Name, For: workload.JobID(job), Since: since})
+	}
+	return out
+}

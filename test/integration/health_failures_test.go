@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
@@ -37,7 +39,8 @@ func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	// replacement placed anywhere could take it.
 	occupy(t, c, hogs, "r1-n0")
 	occupy(t, c, hogs, "r1-n1")
-	startCorral(t, c)
+	reg := prometheus.NewRegistry()
+	startCorralWith(t, c, kube.Options{Registry: reg})
 
 	ctx := context.Background()
 	pods := runGang(t, c, ns, "train", func(int) corev1.PodSpec { return gpuPodSpec(8) })
@@ -96,6 +99,32 @@ func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	expectNodeNotReady(t, c, deadNode)
 
 	expectFailureEvents(t, c, victim.Name, deadNode, deadNode, "NotReady", "replacing 1 of 2 pods in rack r0")
+	// The failure's eviction counts with every other cause's.
+	if got := evictionsOf(t, reg, "DeviceFailed"); got != 1 {
+		t.Errorf("corral_evictions_total{cause=DeviceFailed} = %v, want 1", got)
+	}
+}
+
+// evictionsOf reads corral_evictions_total for one cause from a registry.
+func evictionsOf(t *testing.T, reg *prometheus.Registry, cause string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "corral_evictions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cause" && l.GetValue() == cause {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // setNodeNotReady makes a kwok node report Ready=False, as a kubelet whose
