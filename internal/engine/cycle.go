@@ -65,6 +65,17 @@ func (e *Engine) begin(s *Snapshot) *run {
 	// Suspect nodes leave the view or score last (internal/health).
 	c.scorer = e.healthScorer(s, c.l.view, c.scorer)
 	c.l.placer = placement.NewPlacer(c.l.view, c.scorer, c.devices)
+	// Domains running exclusive jobs hold are no other exclusive job's.
+	for _, rj := range s.Running {
+		if lv := c.l.view.LevelIndex(rj.Job.Topology.Exclusive); rj.Job.Topology.Exclusive != "" && lv > 0 {
+			for _, pb := range rj.Pods {
+				if pb.NodeIndex < 0 || pb.NodeIndex >= c.l.view.NumNodes() {
+					continue
+				}
+				c.l.placer.ClaimExclusive(c.l.view.NodeDomain(pb.NodeIndex, lv))
+			}
+		}
+	}
 	return c
 }
 

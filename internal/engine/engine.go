@@ -274,7 +274,38 @@ func gangOf(s *cluster.State, j *workload.Job, pods []placement.PodReq) (placeme
 		// constraint, so the job is placed without it (Plan.Warnings).
 		g.Preferred = s.LevelIndex(j.Topology.Preferred)
 	}
+	if j.Topology.Exclusive != "" && len(pods) == j.Pods() {
+		// A partly bound gang's parts already have their domains (its
+		// waiting pods are pinned there by their own node selectors).
+		lv := s.LevelIndex(j.Topology.Exclusive)
+		if lv <= 0 {
+			return g, never(j.Topology.Exclusive, fmt.Sprintf("unknown exclusive topology level %q (levels: %s)",
+				j.Topology.Exclusive, strings.Join(s.Levels(), ", "))), false
+		}
+		g.Exclusive, g.PartOf = lv, partsOfPods(j, pods)
+	}
 	return g, Reason{}, true
+}
+
+// partsOfPods numbers each pod's exclusive part: pod sets of one Group
+// share a part, a pod set without one is a part alone.
+func partsOfPods(j *workload.Job, pods []placement.PodReq) []int {
+	byGroup := map[string]int{}
+	out := make([]int, len(pods))
+	for i, pr := range pods {
+		ps := j.PodSets[pr.Ref.PodSet]
+		if ps.Group == "" {
+			out[i] = -1 - pr.Ref.PodSet
+			continue
+		}
+		k, ok := byGroup[ps.Group]
+		if !ok {
+			k = len(byGroup)
+			byGroup[ps.Group] = k
+		}
+		out[i] = k
+	}
+	return out
 }
 
 func never(level, msg string) Reason {
@@ -295,6 +326,9 @@ func dedupe(s []string) []string {
 func shapeKey(g placement.Gang) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d/%d", g.Required, g.Preferred)
+	if g.Exclusive > 0 {
+		fmt.Fprintf(&b, "/x%d%v", g.Exclusive, g.PartOf)
+	}
 	for _, p := range g.Pods {
 		fmt.Fprintf(&b, "|%d,%d,%d,%d,%d,%s,%x,%d", p.CPUMilli, p.MemMiB, p.GPUs, p.GPUMilli, p.GPUMemMiB, p.MIGProfile,
 			uint64(p.Mask), p.Scope)

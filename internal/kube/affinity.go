@@ -407,7 +407,7 @@ func termID(namespace string, t corev1.PodAffinityTerm) string {
 // gangAffinity checks a job's pods against each other's pod (anti-)affinity
 // and returns the topology keys the whole job must share (self-affinity
 // with no running match) and what corral cannot honour.
-func gangAffinity(members []*corev1.Pod, e *eligibility) (together []string, problems []string) {
+func gangAffinity(members []*corev1.Pod, e *eligibility, exclusiveKey string) (together []string, problems []string) {
 	if e == nil {
 		return nil, nil
 	}
@@ -422,12 +422,20 @@ func gangAffinity(members []*corev1.Pod, e *eligibility) (together []string, pro
 		}
 		checked[c] = true
 		for _, k := range c.together {
+			if k == exclusiveKey {
+				continue // the engine's exclusive placement keeps each part together
+			}
 			if !seen[k] {
 				seen[k] = true
 				together = append(together, k)
 			}
 		}
 		for _, at := range c.antiTerms {
+			if exclusiveKey != "" && at.term.TopologyKey == exclusiveKey {
+				// JobSet's exclusive term between its child Jobs: the
+				// engine gives each child Job a domain of its own.
+				continue
+			}
 			// A replica the term selects but that does not carry the term
 			// would be checked only one way round; corral keeps terms
 			// symmetric between pods of one job.
@@ -459,9 +467,12 @@ func hasApart(list []workload.Apart, a workload.Apart) bool {
 // coLocate applies the job's own pod (anti-)affinity to its gang: a
 // self-selecting affinity term no running pod matches becomes the job's
 // required topology level (kubernetes.io/hostname: one node). It returns
-// what corral cannot honour.
+// what corral cannot honour. Under exclusive placement (JobSet's
+// exclusive-topology) the terms JobSet writes for it on the exclusive
+// level are the engine's to honour (Topology.Exclusive), not a level the
+// whole gang shares.
 func coLocate(j *workload.Job, members []*corev1.Pod, e *eligibility, levels map[string]string) []string {
-	together, problems := gangAffinity(members, e)
+	together, problems := gangAffinity(members, e, levels[j.Topology.Exclusive])
 	if len(members) < 2 {
 		return problems
 	}

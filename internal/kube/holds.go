@@ -12,6 +12,7 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // Room held for members a controller creates only after the first ones are
@@ -119,12 +120,12 @@ func heldRoom(pods []*corev1.Pod, assumed map[string]assumedPod, cfg adapterConf
 	// Gang keys are only worked out when some gang holds room.
 	for _, p := range pods {
 		if p.Spec.SchedulerName == cfg.schedulerName && !terminal(p) {
-			k, _, _ := gangKey(p)
+			k := holdKey(p)
 			byKey[k] = append(byKey[k], p)
 		}
 	}
 	for _, h := range holders {
-		k, _, _ := gangKey(h.pod)
+		k := holdKey(h.pod)
 		used := make([]bool, len(h.slots))
 		var waiting []*corev1.Pod
 		for _, m := range byKey[k] {
@@ -181,6 +182,17 @@ func heldRoom(pods []*corev1.Pod, assumed map[string]assumedPod, cfg adapterConf
 	return binds, empty, warnings
 }
 
+// holdKey is the pods whose room one hold keeps: its gang, or under
+// exclusive placement its child Job (each leader holds its own followers'
+// room, in its own domain).
+func holdKey(p *corev1.Pod) string {
+	k, _, _ := gangKey(p)
+	if part := exclusivePart(p); part != "" {
+		k += "/" + part
+	}
+	return k
+}
+
 func findSlot(slots []heldSlot, used []bool, ok func(heldSlot) bool) int {
 	for i, s := range slots {
 		if !used[i] && ok(s) {
@@ -223,25 +235,44 @@ func (w *world) holdLater(binds []engine.GangBind, now time.Time) []engine.GangB
 			continue
 		}
 		var real []engine.PodBind
-		var slots []heldSlot
+		slots := map[workload.PodRef][]heldSlot{} // by the pod whose binding holds them
+		var holders []workload.PodRef
 		for _, pb := range gb.Pods {
 			if !kj.isLater(pb.Pod) {
 				real = append(real, pb)
-				continue
 			}
-			req := kj.job.PodSets[pb.Pod.PodSet].Request
-			slots = append(slots, heldSlot{node: pb.Node, gpus: pb.Devices, cpuMilli: req.CPUMilli, memMiB: req.MemMiB})
 		}
 		if len(real) == 0 {
 			continue
 		}
+		for _, pb := range gb.Pods {
+			if !kj.isLater(pb.Pod) {
+				continue
+			}
+			ps := kj.job.PodSets[pb.Pod.PodSet]
+			holder := real[0].Pod
+			if ps.Group != "" {
+				// Under exclusive placement a child's leader holds its
+				// followers' room.
+				for _, r := range real {
+					if kj.job.PodSets[r.Pod.PodSet].Group == ps.Group {
+						holder = r.Pod
+						break
+					}
+				}
+			}
+			if _, ok := slots[holder]; !ok {
+				holders = append(holders, holder)
+			}
+			slots[holder] = append(slots[holder], heldSlot{node: pb.Node, gpus: pb.Devices, cpuMilli: ps.Request.CPUMilli, memMiB: ps.Request.MemMiB})
+		}
 		gb.Pods = real
-		if len(slots) > 0 {
+		for _, h := range holders {
 			if w.bindAnnotations == nil {
 				w.bindAnnotations = map[string]map[string]string{}
 			}
-			w.bindAnnotations[string(kj.pods[real[0].Pod].UID)] = map[string]string{
-				v1alpha1.AnnotationHeldRoom:  formatHeld(slots),
+			w.bindAnnotations[string(kj.pods[h].UID)] = map[string]string{
+				v1alpha1.AnnotationHeldRoom:  formatHeld(slots[h]),
 				v1alpha1.AnnotationHeldUntil: now.Add(kj.holdFor).UTC().Format(time.RFC3339),
 			}
 		}

@@ -134,9 +134,11 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	}
 	kj.job = j
 	var problems []string
-	// Pod sets: pods with equal requests, in name order of their first pod.
+	// Pod sets: pods with equal requests (and, under exclusive placement,
+	// of one child Job), in name order of their first pod.
 	type set struct {
 		req  workload.Request
+		part string
 		pods []*corev1.Pod
 	}
 	var sets []*set
@@ -159,19 +161,20 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 			j.Submit = p.CreationTimestamp.Time
 		}
 		placed := false
+		part := exclusivePart(p) // owners.go
 		for _, s := range sets {
-			if s.req.Equal(req) {
+			if s.req.Equal(req) && s.part == part {
 				s.pods = append(s.pods, p)
 				placed = true
 				break
 			}
 		}
 		if !placed {
-			sets = append(sets, &set{req: req, pods: []*corev1.Pod{p}})
+			sets = append(sets, &set{req: req, part: part, pods: []*corev1.Pod{p}})
 		}
 	}
 	for si, s := range sets {
-		j.PodSets = append(j.PodSets, workload.PodSet{Name: fmt.Sprintf("set-%d", si), Count: len(s.pods), Request: s.req})
+		j.PodSets = append(j.PodSets, workload.PodSet{Name: fmt.Sprintf("set-%d", si), Count: len(s.pods), Request: s.req, Group: s.part})
 		for i, p := range s.pods {
 			ref := workload.PodRef{Job: j.ID, PodSet: si, Index: i}
 			kj.pods[ref] = p
@@ -235,6 +238,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		dst         *string
 	}{
 		{shape.requiredLabel, kind + " exclusive topology", &j.Topology.Required},
+		{shape.exclusiveLabel, kind + " exclusive topology", &j.Topology.Exclusive},
 		{ann[kueueRequiredTopology], "annotation " + kueueRequiredTopology, &j.Topology.Required},
 		{ann[kueuePreferredTopo], "annotation " + kueuePreferredTopo, &j.Topology.Preferred},
 	} {
@@ -243,7 +247,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		}
 		if lv, ok := levelByLabel(levels, t.label); ok {
 			*t.dst = lv
-		} else if t.dst == &j.Topology.Required {
+		} else if t.dst != &j.Topology.Preferred {
 			problems = append(problems, fmt.Sprintf("%s %q is not the node label of a level of the cluster's Topology", t.what, t.label))
 		}
 	}
@@ -330,7 +334,7 @@ func (k *kjob) addLater(later []laterSet, cfg adapterConfig, groups groupLookup)
 			return "members created later ask for DRA claims; corral cannot hold their devices: set " +
 				v1alpha1.AnnotationMinMembers + " to the pods created first"
 		}
-		k.job.PodSets = append(k.job.PodSets, workload.PodSet{Name: fmt.Sprintf("later-%d", i), Count: l.count, Request: req})
+		k.job.PodSets = append(k.job.PodSets, workload.PodSet{Name: fmt.Sprintf("later-%d", i), Count: l.count, Request: req, Group: l.part})
 	}
 	return ""
 }

@@ -71,6 +71,7 @@ func (l lookup) owners() *ownerView {
 type laterSet struct {
 	count int
 	tmpl  *corev1.Pod
+	part  string // the exclusive part (child Job) it belongs to; "" none
 }
 
 // gangShape is what a pod's owner says of its gang.
@@ -82,6 +83,9 @@ type gangShape struct {
 	// (JobSet / LWS exclusive topology, Kueue's podset-required-topology).
 	requiredLabel  string
 	preferredLabel string
+	// exclusiveLabel is the node label of the level each exclusive part
+	// (a JobSet child Job) has a domain of to itself.
+	exclusiveLabel string
 	waiting        string // not ready to be placed: why
 	advice         string // what would end the wait, for explain
 	unknown        string // the size cannot be read: why
@@ -92,18 +96,12 @@ const (
 	adviceSuspended = "its owner is suspended: it starts once its queue (e.g. Kueue) admits it or someone resumes it"
 )
 
-// gangLabelsOf is the gang key of a controller's pod, "" if none: every
-// JobSet pod is one gang unless the JobSet places each child Job
-// exclusively in a domain (then each child Job is one); each LWS group is
-// one; a RayCluster is one.
+// controllerGang is the gang key of a controller's pod, "" if none: every
+// JobSet pod is one gang (under exclusive placement each child Job is a
+// part of it, exclusivePart); each LWS group is one; a RayCluster is one.
 func controllerGang(p *corev1.Pod) (key, kind, name string) {
 	ns := p.Namespace
 	if js := p.Labels[jobSetNameLabel]; js != "" {
-		if _, excl := p.Annotations[jobSetExclusiveKey]; excl {
-			if job := controllingOwner(p, "Job"); job != "" {
-				return "jobset/" + ns + "/" + js + "/" + job, "JobSet", js + "/" + job
-			}
-		}
 		return "jobset/" + ns + "/" + js, "JobSet", js
 	}
 	if lws := p.Labels[lwsNameLabel]; lws != "" {
@@ -114,6 +112,16 @@ func controllerGang(p *corev1.Pod) (key, kind, name string) {
 		return "raycluster/" + ns + "/" + rc, "RayCluster", rc
 	}
 	return "", "", ""
+}
+
+// exclusivePart is the child Job of a JobSet pod under exclusive
+// placement (JobSet copies its annotation onto the pods), "" otherwise:
+// the part of the gang that gets a domain to itself.
+func exclusivePart(p *corev1.Pod) string {
+	if p.Labels[jobSetNameLabel] == "" || p.Annotations[jobSetExclusiveKey] == "" {
+		return ""
+	}
+	return controllingOwner(p, "Job")
 }
 
 func controllingOwner(p *corev1.Pod, kind string) string {
@@ -155,8 +163,7 @@ func (ov *ownerView) shapeOf(kind, name string, members []*corev1.Pod) gangShape
 	}
 	switch kind {
 	case "JobSet":
-		js, child, _ := strings.Cut(name, "/")
-		return ov.jobSetShape(ns, js, child, members)
+		return ov.jobSetShape(ns, name, members)
 	case "LeaderWorkerSet":
 		lws, _, _ := strings.Cut(name, "/")
 		return ov.lwsShape(ns, lws, members)
@@ -194,10 +201,11 @@ func object(store cache.Store, resource, kindName, ns, name string) (*unstructur
 // replicas × parallelism. With startupPolicyOrder InOrder the JobSet
 // controller creates a replicated job only once the one before it is
 // ready, so the later ones are held for. With exclusive placement each
-// child Job is its own gang in one domain of the named level; JobSet's pod
-// webhook refuses a child Job's followers until its leader (completion
-// index 0) is bound, so the followers are held for.
-func (ov *ownerView) jobSetShape(ns, name, child string, members []*corev1.Pod) gangShape {
+// child Job is a part of the gang with a domain of the named level to
+// itself; JobSet's pod webhook refuses a child Job's followers until its
+// leader (completion index 0) is bound, so each child's followers are held
+// for in its leader's domain.
+func (ov *ownerView) jobSetShape(ns, name string, members []*corev1.Pod) gangShape {
 	u, s, ok := object(ov.jobSets, "jobsets.jobset.x-k8s.io", "JobSet", ns, name)
 	if !ok {
 		return s
@@ -206,8 +214,16 @@ func (ov *ownerView) jobSetShape(ns, name, child string, members []*corev1.Pod) 
 	order, _, _ := unstructured.NestedString(u.Object, "spec", "startupPolicy", "startupPolicyOrder")
 	exclusive := u.GetAnnotations()[jobSetExclusiveKey]
 	have := map[string]int{}
+	children := map[string][]*corev1.Pod{} // child Job -> its pods, under exclusive placement
+	var childNames []string
 	for _, p := range members {
 		have[p.Labels[jobSetRJobLabel]]++
+		if part := exclusivePart(p); part != "" {
+			if _, ok := children[part]; !ok {
+				childNames = append(childNames, part)
+			}
+			children[part] = append(children[part], p)
+		}
 	}
 	for _, r := range rjs {
 		rj, _ := r.(map[string]any)
@@ -218,26 +234,34 @@ func (ov *ownerView) jobSetShape(ns, name, child string, members []*corev1.Pod) 
 		}
 		par := jobParallelismOf(rj)
 		tmpl := podFromTemplate(rj, ns, "template", "spec", "template")
-		if child != "" {
-			// Exclusive placement: this child Job alone.
-			if rjName != members[0].Labels[jobSetRJobLabel] {
-				continue
-			}
-			if ex := tmplAnnotation(rj, jobSetExclusiveKey); ex != "" {
-				exclusive = ex
-			}
-			s.total = par
-			s.requiredLabel = exclusive
-			if leaderOnly(members) && par > len(members) {
-				s.later = append(s.later, laterSet{count: par - len(members), tmpl: tmpl})
-			}
-			break
+		if ex := tmplAnnotation(rj, jobSetExclusiveKey); exclusive == "" && ex != "" {
+			exclusive = ex
 		}
 		want := int(replicas) * par
+		if len(children) > 0 && order == "InOrder" && have[rjName] == 0 {
+			// Not created yet under InOrder: its child Jobs have no names
+			// to hold room by, so it is placed when it comes (its pods'
+			// own anti-affinity keeps it exclusive against running pods).
+			continue
+		}
 		s.total += want
+		if len(children) > 0 {
+			// Each child Job of this replicated job whose leader alone
+			// exists: its followers come once the leader is bound.
+			for _, c := range childNames {
+				pods := children[c]
+				if pods[0].Labels[jobSetRJobLabel] == rjName && leaderOnly(pods) && par > len(pods) {
+					s.later = append(s.later, laterSet{count: par - len(pods), tmpl: tmpl, part: c})
+				}
+			}
+			continue
+		}
 		if order == "InOrder" && have[rjName] == 0 && want > 0 {
 			s.later = append(s.later, laterSet{count: want, tmpl: tmpl})
 		}
+	}
+	if len(children) > 0 {
+		s.exclusiveLabel = exclusive
 	}
 	s.min = s.total
 	return s

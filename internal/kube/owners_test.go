@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
@@ -81,6 +82,15 @@ func (b *podB) lws(name, group, worker string, size int) *podB {
 }
 func itoa(n int) string { return string(rune('0' + n)) } // sizes below 10 in these tests
 
+// exLeader is the leader (completion index 0) of child Job job of the
+// exclusive JobSet "ex".
+func exLeader(job string, uid types.UID) *corev1.Pod {
+	p := pod(job+"-0").gpus(8).jobSet("ex", "w").ann(jobSetExclusiveKey, "corral.dev/rack").ann(jobCompletionIndexKey, "0").obj()
+	tr := true
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job, UID: uid, Controller: &tr}}
+	return p
+}
+
 func TestOwnerShapes(t *testing.T) {
 	now := metav1.NewTime(time.Unix(500, 0))
 	deleting := jobSetObj("gone", map[string]any{"replicatedJobs": []any{rjob("w", 1, 2, 8)}}, nil)
@@ -88,7 +98,8 @@ func TestOwnerShapes(t *testing.T) {
 	ov := &ownerView{
 		jobs: store(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: "ns", UID: "u-train"}},
 			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "dying", Namespace: "ns", UID: "u-dying", DeletionTimestamp: &now}},
-			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ex-w-0", Namespace: "ns", UID: "u-ex"}}),
+			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ex-w-0", Namespace: "ns", UID: "u-ex"}},
+			&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "ex-w-1", Namespace: "ns", UID: "u-ex1"}}),
 		jobSets: store(
 			jobSetObj("js", map[string]any{"replicatedJobs": []any{rjob("driver", 1, 1, 0), rjob("w", 2, 2, 8)}}, nil),
 			jobSetObj("ordered", map[string]any{"startupPolicy": map[string]any{"startupPolicyOrder": "InOrder"},
@@ -114,9 +125,22 @@ func TestOwnerShapes(t *testing.T) {
 		Later  int // members held for, not created yet
 		Sets   int
 		LaterR workload.Request
+		// Exclusive is the job's exclusive level; Parts each pod set's
+		// exclusive part (nil when none has one).
+		Exclusive string
+		Parts     []string
 	}
 	get := func(kj *kjob) shape {
-		s := shape{View: view(kj), Later: kj.laterCount(), Sets: len(kj.job.PodSets)}
+		s := shape{View: view(kj), Later: kj.laterCount(), Sets: len(kj.job.PodSets), Exclusive: kj.job.Topology.Exclusive}
+		for _, ps := range kj.job.PodSets {
+			if ps.Group != "" {
+				s.Parts = nil
+				for _, ps := range kj.job.PodSets {
+					s.Parts = append(s.Parts, ps.Group)
+				}
+				break
+			}
+		}
 		if kj.laterFrom >= 0 {
 			s.LaterR = kj.job.PodSets[kj.laterFrom].Request
 		}
@@ -163,14 +187,15 @@ func TestOwnerShapes(t *testing.T) {
 			ov:   &ownerView{jobs: store()},
 			want: []shape{{View: jobView{Key: "jobset/ns/js", Pods: 1, Min: 1, Request: req(8)}, Sets: 1}},
 		},
-		"JobSet exclusive placement: each child Job is a gang in one rack, its followers held for": {
-			pods: []*corev1.Pod{func() *corev1.Pod {
-				p := pod("ex-w-0-0").gpus(8).jobSet("ex", "w").ann(jobSetExclusiveKey, "corral.dev/rack").ann(jobCompletionIndexKey, "0").obj()
-				tr := true
-				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ex-w-0", UID: "u-ex", Controller: &tr}}
-				return p
-			}()},
-			want: []shape{{View: jobView{Key: "jobset/ns/ex/ex-w-0", Pods: 1, Min: 4, Required: "rack", Request: req(8)}, Later: 3, Sets: 2, LaterR: req(8)}},
+		"JobSet exclusive placement: one gang, each child Job a part with a rack to itself, its followers held for": {
+			pods: []*corev1.Pod{exLeader("ex-w-0", "u-ex"), exLeader("ex-w-1", "u-ex1")},
+			want: []shape{{View: jobView{Key: "jobset/ns/ex", Pods: 2, Min: 8, Request: req(8)}, Later: 6, Sets: 4, LaterR: req(8),
+				Exclusive: "rack", Parts: []string{"ex-w-0", "ex-w-1", "ex-w-0", "ex-w-1"}}},
+		},
+		"JobSet exclusive placement: a child Job whose leader does not exist yet is waited for": {
+			pods: []*corev1.Pod{exLeader("ex-w-0", "u-ex")},
+			want: []shape{{View: jobView{Key: "jobset/ns/ex", Pods: 1, Min: 8, Request: req(8), Waiting: "gang waits for its pods: 4 of 8 pods exist"},
+				Later: 3, Sets: 2, LaterR: req(8), Exclusive: "rack", Parts: []string{"ex-w-0", "ex-w-0"}}},
 		},
 		"LWS LeaderReady: the leader is placed with its workers' room held": {
 			pods: []*corev1.Pod{pod("ready-0").gpus(8).lws("ready", "0", "0", 4).obj()},

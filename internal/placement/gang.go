@@ -27,6 +27,10 @@ type Placer struct {
 	log     []Assignment
 	// apart is the placed pods of log that carry anti-affinity terms.
 	apart []apartMark
+	// claimed are the domains exclusive gangs hold (exclusive.go);
+	// claims are those made since the last Commit, undone by rollback.
+	claimed map[cluster.DomainID]bool
+	claims  []exclusiveClaim
 }
 
 // NewPlacer returns a Placer over the running view s.
@@ -49,10 +53,18 @@ func (p *Placer) rollback(m int) {
 	for len(p.apart) > 0 && p.apart[len(p.apart)-1].index >= m {
 		p.apart = p.apart[:len(p.apart)-1]
 	}
+	for len(p.claims) > 0 && p.claims[len(p.claims)-1].index >= m {
+		p.claims = p.claims[:len(p.claims)-1]
+	}
 }
 
 // Commit forgets the rollback log: what was placed stays placed.
-func (p *Placer) Commit() { p.log, p.apart = p.log[:0], p.apart[:0] }
+func (p *Placer) Commit() {
+	for _, c := range p.claims {
+		p.ClaimExclusive(c.d)
+	}
+	p.log, p.apart, p.claims = p.log[:0], p.apart[:0], p.claims[:0]
+}
 
 // Undo releases everything placed since the last Commit. The engine uses it
 // when a placement that fits must still be refused (a queue limit), and
@@ -409,6 +421,12 @@ type Gang struct {
 	// nothing): the rest of a partly bound gang must join the domain its
 	// bound pods occupy, and a replaced rank stays in its gang's rack.
 	Within cluster.DomainID
+	// Exclusive, above 0, is a level index: each part of the gang (the
+	// pods sharing a PartOf value) goes into a domain of that level of its
+	// own, one no other exclusive gang holds (exclusive.go). 0: none.
+	Exclusive int
+	// PartOf is each pod's part, parallel to Pods; used with Exclusive.
+	PartOf []int
 }
 
 // Result is where a gang went, or why not.
@@ -424,6 +442,9 @@ type Result struct {
 // level (or the cluster), and within that domain spans as few child domains
 // as it can.
 func (p *Placer) PlaceGang(g Gang) Result {
+	if g.Exclusive > 0 {
+		return p.placeExclusive(g)
+	}
 	host := p.s.HostLevel()
 	top := 0
 	if g.Required >= 0 {

@@ -64,6 +64,9 @@ func explain(s *cluster.State, g Gang, groups []podGroup, top int) *Failure {
 // or returns nil if it could. Drivers use it for a gang that is partly
 // bound: when the whole gang can never fit, the bound part is rolled back.
 func CheckNeverFits(s *cluster.State, g Gang) *Failure {
+	if g.Exclusive > 0 {
+		return exclusiveNeverFits(s, g)
+	}
 	top := 0
 	if g.Required >= 0 {
 		top = g.Required

@@ -297,6 +297,10 @@ type PodSet struct {
 	Name    string
 	Count   int
 	Request Request
+	// Group names the part of the job the pod set belongs to under
+	// Topology.Exclusive: pod sets of one group share a domain (a JobSet
+	// child Job's leader and its followers). Empty: the pod set alone.
+	Group string
 }
 
 // Topology constrains where a job's pods may land. Levels name the admin's
@@ -306,6 +310,10 @@ type Topology struct {
 	Required string
 	// Preferred: try one domain of this level first, climb only if none fits.
 	Preferred string
+	// Exclusive: each part of the job (PodSet.Group) goes into a domain of
+	// this level of its own that no other exclusive job uses, every part
+	// at once (JobSet's exclusive-topology).
+	Exclusive string
 }
 
 // Job is the unit corral schedules: its pod sets are placed together.

@@ -50,8 +50,11 @@ func TestBackfillReservation(t *testing.T) {
 	})
 
 	t.Run("the blocked gang shows its reservation", func(t *testing.T) {
+		// 2 h on 16 GPUs protects more than the ≤ 16 GPU-hours the free
+		// node idles until the long pod ends: the hold is worth it
+		// (backfill.WorthHolding).
 		createJob(t, c, gpuJob(ns, "big", 2, 8, map[string]string{v1alpha1.AnnotationRequiredTopology: "rack",
-			v1alpha1.AnnotationExpectedRuntime: "1h"}))
+			v1alpha1.AnnotationExpectedRuntime: "2h"}))
 		eventually(t, 60*time.Second, "the reservation in PodScheduled", func() (bool, string) {
 			pods := podsOf(t, c, ns, "big")
 			if len(pods) != 2 {

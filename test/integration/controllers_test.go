@@ -218,6 +218,72 @@ func TestJobSetGang(t *testing.T) {
 	}
 }
 
+// TestJobSetExclusive: under JobSet's exclusive-topology annotation each
+// child Job goes whole into a rack of its own, both in one go; a JobSet
+// with more child Jobs than racks binds nothing and says it never fits.
+func TestJobSetExclusive(t *testing.T) {
+	c := controlPlaneWith(t, 2, 4, framework.JobSet)
+	ns := namespace(t, c, "jobset-excl-")
+	startCorral(t, c)
+
+	// kwok completes Job pods at once unless the stage's delay annotation
+	// says otherwise; the leaders keep running (and holding their
+	// followers' room) until JobSet lets the followers be created.
+	ex := example(t, "jobset-exclusive.yaml")
+	rjs, _, _ := unstructured.NestedSlice(ex.Object, "spec", "replicatedJobs")
+	_ = unstructured.SetNestedStringMap(rjs[0].(map[string]any), map[string]string{
+		"pod-complete.stage.kwok.x-k8s.io/delay": "1h"},
+		"template", "spec", "template", "metadata", "annotations")
+	_ = unstructured.SetNestedSlice(ex.Object, rjs, "spec", "replicatedJobs")
+	create(t, c, ns, ex)
+	eventually(t, 120*time.Second, "the exclusive JobSet's 2 child Jobs bound whole, one per rack", func() (bool, string) {
+		pods := podsWith(t, c, ns, "jobset.sigs.k8s.io/jobset-name=exclusive")
+		rackOf := map[string]string{}  // child Job -> rack
+		childOf := map[string]string{} // rack -> child Job
+		for _, p := range pods {
+			if p.Spec.NodeName == "" {
+				continue
+			}
+			child := p.Labels["job-name"]
+			rack, _, _ := strings.Cut(p.Spec.NodeName, "-")
+			if r, ok := rackOf[child]; ok && r != rack {
+				t.Fatalf("child Job %s spans racks %s and %s", child, r, rack)
+			}
+			if o, ok := childOf[rack]; ok && o != child {
+				t.Fatalf("rack %s holds child Jobs %s and %s", rack, o, child)
+			}
+			rackOf[child], childOf[rack] = rack, child
+		}
+		why := ""
+		for _, p := range pods {
+			if _, msg := scheduledCondition(&p); msg != "" {
+				why = "; " + p.Name + ": " + msg
+			}
+		}
+		return len(pods) == 4 && boundCount(pods) == 4, fmt.Sprintf("%d of %d bound, racks %v%s", boundCount(pods), len(pods), rackOf, why)
+	})
+
+	// Three child Jobs, two racks: never, and nothing bound.
+	three := example(t, "jobset-exclusive.yaml")
+	three.SetName("three")
+	rjs, _, _ = unstructured.NestedSlice(three.Object, "spec", "replicatedJobs")
+	rjs[0].(map[string]any)["replicas"] = int64(3)
+	_ = unstructured.SetNestedSlice(three.Object, rjs, "spec", "replicatedJobs")
+	create(t, c, ns, three)
+	eventually(t, 90*time.Second, "three exclusive child Jobs on two racks: never fits, none bound", func() (bool, string) {
+		pods := podsWith(t, c, ns, "jobset.sigs.k8s.io/jobset-name=three")
+		if n := boundCount(pods); n != 0 {
+			t.Fatalf("%d pods of a JobSet that never fits bound", n)
+		}
+		for _, p := range pods {
+			if _, msg := scheduledCondition(&p); strings.HasPrefix(msg, "never fits") && strings.Contains(msg, "needs 3 racks") {
+				return true, msg
+			}
+		}
+		return false, fmt.Sprintf("%d pods, no never-fits reason yet", len(pods))
+	})
+}
+
 // TestLeaderWorkerSetLeaderReady: under startupPolicy LeaderReady the
 // leader is bound with its workers' room held, and the workers LWS creates
 // once the leader is Ready are bound into it: the group completes in one
