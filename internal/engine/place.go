@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
 )
 
@@ -71,7 +73,7 @@ func (c *run) place(i int) {
 	}
 	// Spares a job could never fit beside are let in for it (health).
 	c.hc.Spares().LetIn(c.l.view, max(0, c.l.view.LevelIndex(pj.Job.Topology.Required)), int(pj.Job.GPUs()))
-	res := c.l.placer.PlaceGang(gang)
+	res := health.PlaceBeside(c.l.placer, gang, c.beside(pj, gang))
 	if res.Failure != nil && pj.Waiting == nil && pj.Job.GangMin() < len(pods) {
 		// Not all of an elastic job fits: start its minimum now.
 		minGang := gang
@@ -138,4 +140,18 @@ func (c *run) makeRoom(pj PendingJob, leaf string, gang placement.Gang, res plac
 		res.Failure.Message += "; " + why
 	}
 	return res, nil
+}
+
+// beside lists the domains the rest of a gang below its minimum is tried
+// in before anywhere else: those holding all its bound pods, tightest
+// first (health.Beside). A gang cut off mid-bind so finishes where the engine
+// placed it whole, decided from the snapshot alone.
+func (c *run) beside(pj PendingJob, gang placement.Gang) []cluster.DomainID {
+	if pj.Waiting == nil || pj.Within.Domain != "" {
+		return nil
+	}
+	if lj, ok := c.l.byID[pj.Job.ID]; ok && !lj.evicted {
+		return health.Beside(c.l.view, pj.Job, lj.run.Pods, gang.Required)
+	}
+	return nil
 }

@@ -148,7 +148,7 @@ func (h *Cycle) placePins(byID map[workload.JobID]cycle.RunningJob) {
 			continue // no pin: the ordinary path places it
 		}
 		h.handled[pj.Job.ID] = true
-		placed := h.placePinned(pj, within, replacing)
+		placed := h.placePinned(pj, within, replacing, rj.Pods)
 		// A gang this cycle's remediation left holding nothing restarts
 		// whole already: nothing is left to escalate.
 		if !placed && running && replacing && len(rj.Pods) > 0 && Escalates(pj.Job) {
@@ -161,17 +161,21 @@ func (h *Cycle) placePins(byID map[workload.JobID]cycle.RunningJob) {
 }
 
 // placePinned places a pinned job's waiting pods inside within; replacement
-// ranks may use the spares held there.
-func (h *Cycle) placePinned(pj cycle.PendingJob, within cluster.DomainID, replacing bool) bool {
+// ranks may use the spares held there. The rest of a gang is tried beside
+// its bound pods first, in the tightest domain holding them (Beside).
+func (h *Cycle) placePinned(pj cycle.PendingJob, within cluster.DomainID, replacing bool, bound []cycle.PodBind) bool {
 	view, placer := h.l.View(), h.l.Placer()
 	g, reason, ok := h.l.Resolve(pj)
 	if ok {
 		g.Within = within
+		var tighter []cluster.DomainID
 		var released []SpareKey
 		if replacing {
 			released = h.spares.Release(view, within, pj.Job.Queue)
+		} else {
+			tighter = Beside(view, pj.Job, bound, view.Domain(within).Level)
 		}
-		res := placer.PlaceGang(g)
+		res := PlaceBeside(placer, g, tighter)
 		if res.Failure == nil {
 			placer.Commit()
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/cycle"
+	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -59,4 +60,45 @@ func PinOf(s *cluster.State, pj cycle.PendingJob, bound []cycle.PodBind) (within
 		}
 	}
 	return d, true, false, ""
+}
+
+// Beside lists, tightest first, the domains below level top that hold every
+// bound pod of a gang cut off mid-bind (bound, fewer than its minimum): its
+// waiting pods are tried in each before the gang's ordinary placement (up
+// to top), so the rest joins the domain the engine chose for the gang whole
+// as far as the free room allows. It reads the bound pods only, so a
+// restarted scheduler decides the same. An elastic job grown back above its
+// minimum is placed as usual.
+func Beside(s *cluster.State, j *workload.Job, bound []cycle.PodBind, top int) []cluster.DomainID {
+	if len(bound) == 0 || len(bound) >= j.GangMin() {
+		return nil
+	}
+	var out []cluster.DomainID
+	for lv := s.HostLevel(); lv > max(top, 0); lv-- {
+		d := s.NodeDomain(bound[0].NodeIndex, lv)
+		shared := true
+		for _, b := range bound[1:] {
+			if s.NodeDomain(b.NodeIndex, lv) != d {
+				shared = false
+				break
+			}
+		}
+		if shared {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// PlaceBeside places g inside each of the domains tighter in turn, the
+// first that holds it winning, else as g itself asks.
+func PlaceBeside(p *placement.Placer, g placement.Gang, tighter []cluster.DomainID) placement.Result {
+	for _, d := range tighter {
+		t := g
+		t.Within = d
+		if res := p.PlaceGang(t); res.Failure == nil {
+			return res
+		}
+	}
+	return p.PlaceGang(g)
 }

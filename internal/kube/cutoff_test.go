@@ -68,41 +68,39 @@ func rackNode(name, rack string, gpus int64) *corev1.Node {
 }
 
 // TestCutOffGangJoinsItsPeers: the missing member of a gang cut off
-// mid-bind is placed in the rack the engine chose for the whole gang, even
-// where a node of another rack fits it better on its own.
+// mid-bind is placed in the rack its bound peers share, even where a node
+// of another rack fits it better on its own. Nothing is remembered: the
+// engine reads the peers from the snapshot, as a restarted scheduler would.
 func TestCutOffGangJoinsItsPeers(t *testing.T) {
 	member := func(name string) *podB {
 		return pod(name).gpus(8).ann(v1alpha1.AnnotationGang, "g")
 	}
-	objs := []runtime.Object{
+	nodes := []runtime.Object{
 		rackNode("a-0", "a", 8), rackNode("a-1", "a", 8), rackNode("a-2", "a", 16), rackNode("b-0", "b", 8),
-		member("g-0").boundTo("a-0").obj(), member("g-1").boundTo("a-1").obj(), member("g-2").obj(),
-		// Other work holds 4 GPUs of a-2: b-0 is the tighter fit for one
-		// 8-GPU pod on its own.
+		// Other work holds 4 GPUs of a-2 and all of a-0 and a-1: b-0 is
+		// the tighter fit for one 8-GPU pod on its own.
 		pod("other").gpus(4).ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3").boundTo("a-2").obj(),
 	}
-	place := func(cut bool) string {
-		c := cacheWith(t, objs...)
-		s := &Scheduler{cache: c, engine: engine.New(engine.Config{Policy: engine.Corral})}
+	place := func(job workload.JobID, objs ...runtime.Object) string {
+		c := cacheWith(t, append(append([]runtime.Object{}, nodes...), objs...)...)
 		w, err := c.buildWorld(time.Unix(2000, 0))
 		must(t, err)
-		if cut {
-			s.cutoffs = map[workload.JobID]cutOff{"gang/ns/g": {pin: engine.Pin{Level: "rack", Domain: "a"}}}
-		}
-		s.pinCutOffs(w)
-		plan := s.engine.Cycle(w.snap)
+		plan := engine.New(engine.Config{Policy: engine.Corral}).Cycle(w.snap)
 		for _, gb := range plan.Binds {
-			if gb.Job == "gang/ns/g" && len(gb.Pods) == 1 {
+			if gb.Job == job && len(gb.Pods) == 1 {
 				return gb.Pods[0].Node
 			}
 		}
-		t.Fatalf("cut=%v: the missing member was not placed: %+v", cut, plan.Pending)
+		t.Fatalf("%s: the waiting pod was not placed: %+v", job, plan.Pending)
 		return ""
 	}
-	if got := place(false); got != "b-0" {
-		t.Fatalf("the scenario needs b-0 to be the better fit on its own; the engine chose %s", got)
+	alone := place("pod/ns/solo", pod("a0").gpus(8).boundTo("a-0").obj(), pod("a1").gpus(8).boundTo("a-1").obj(),
+		pod("solo").gpus(8).obj())
+	if alone != "b-0" {
+		t.Fatalf("the scenario needs b-0 to be the better fit on its own; the engine chose %s", alone)
 	}
-	if got := place(true); got != "a-2" {
+	got := place("gang/ns/g", member("g-0").boundTo("a-0").obj(), member("g-1").boundTo("a-1").obj(), member("g-2").obj())
+	if got != "a-2" {
 		t.Errorf("cut-off gang's missing member placed on %s, want a-2 beside its peers in rack a", got)
 	}
 }

@@ -158,16 +158,17 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			defer mu.Unlock()
 			res.PodsBound += n
 			if err != nil {
+				// A gang cut off mid-bind (the API server went away, a
+				// conflict, the Lease) is finished by the engine from the
+				// next snapshot: its missing members are tried beside the
+				// bound ones first (health.Beside), and the gang is rolled
+				// back (CauseRollback) once it has waited CutOffGrace.
 				res.BindErrors = append(res.BindErrors, fmt.Errorf("job %s: %w", gb.Job, err))
 				s.metrics.bindErrors.Inc()
-				if kj != nil && (n > 0 || len(kj.bound) > 0) {
-					s.recordCutOff(gb) // cutoff.go
-				}
 			}
 		}(gb)
 	}
 	wg.Wait()
-	s.forgetCutOffs(w) // cutoff.go
 	for job, victims := range held {
 		kj := w.byID[job]
 		if kj == nil {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/workload"
 )
 
 // Options configure the Kubernetes driver.
@@ -66,9 +65,6 @@ type Scheduler struct {
 	health   *healthState
 	// runtimes learns completed runtimes for estimates (history.go).
 	runtimes runtimeHistory
-	// cutoffs are gangs whose binding stopped part-way (cutoff.go). Used
-	// by the cycle goroutine, and by bind workers under the cycle's lock.
-	cutoffs map[workload.JobID]cutOff
 	// wasFenced: the last cycle wrote nothing for want of the Lease (logs
 	// say so once per episode).
 	wasFenced bool
@@ -207,7 +203,6 @@ func (s *Scheduler) complete(w *world, now time.Time) {
 	s.runtimes.track(w, w.pods)
 	w.snap.Runtimes = &s.runtimes.hist
 	w.snap.Pools = s.opts.Pools
-	s.pinCutOffs(w) // cutoff.go
 }
 
 // fenced checks the fence before a batch of writes and counts a closed one.
