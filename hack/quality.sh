@@ -188,7 +188,7 @@ elif (.policies | to_entries | any(.value.mean.fairness_jain != null)) then
   "| policy | evictions | GPU-h lost to preemption | Jain | late queue short | useful % window | useful % whole run | wait mean (cens.) | jobs done |\n|---|---|---|---|---|---|---|---|---|",
   (.policies | order[] | .key as $p | .value.mean as $m
    | row([$p, ($m.evictions | num), ($m.gpu_hours_lost_preemption | num),
-          (if $m.fairness_jain == null then "–" else ($m.fairness_jain * 1000 | round / 1000 | tostring) end),
+          (if $m.fairness_jain == null then "–" else ($m.fairness_jain | fixed(3)) end),
           (if $m.fairness_jain == null then "–" else ($m.late_queue_to_share_s | dur) end),
           ($m.utilization_pct | pct), ($m.utilization_makespan_pct | pct), ($m.wait_censored_mean_s | dur), ($m.jobs_completed | num)]))
 else
