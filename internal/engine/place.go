@@ -16,6 +16,12 @@ func (c *run) place(i int) {
 	if c.hc.Handled(pj.Job.ID) {
 		return
 	}
+	if _, ok := c.later[pj.Job.ID]; ok && pj.Waiting != nil {
+		// Its members that exist go into the room held for the gang; the
+		// room of the others is held again after (later.go).
+		c.liftLater(pj)
+		defer c.holdJob(pj.Job.ID, nil)
+	}
 	c.l.plan.Stats.JobsConsidered++
 	if r, waits := c.awaitingVictims(pj); waits { // victims.go
 		c.wait(pj, r)
@@ -151,7 +157,15 @@ func (c *run) beside(pj PendingJob, gang placement.Gang) []cluster.DomainID {
 		return nil
 	}
 	if lj, ok := c.l.byID[pj.Job.ID]; ok && !lj.evicted {
-		return health.Beside(c.l.view, pj.Job, lj.run.Pods, gang.Required)
+		bound := lj.run.Pods
+		// The waiting pods of one exclusive part join that part's pods
+		// (later.go).
+		if part := onePart(pj.Job, pj.Waiting); part != "" {
+			if peers := partPods(pj.Job, bound, part); len(peers) > 0 {
+				bound = peers
+			}
+		}
+		return health.Beside(c.l.view, pj.Job, bound, gang.Required)
 	}
 	return nil
 }
