@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
@@ -72,6 +74,17 @@ func (c *run) place(i int) {
 	// Backfill holds the reserved nodes this job cannot leave in time and
 	// the pools it may not use.
 	key := shapeKey(gang) + c.room.ShapeSuffix(pj.Job, leaf) + "#" + c.bf.Admit(pj.Job)
+	if _, held := c.later[pj.Job.ID]; held && pj.Waiting != nil {
+		// Late members go into the room held for them: inside the domain
+		// their bound peers share at the required level (later.go).
+		if lj, ok := c.l.byID[pj.Job.ID]; ok {
+			if d, ok := sharedDomain(c.l.view, lj.run.Pods, gang.Required); ok {
+				gang.Within = d
+				key += fmt.Sprintf("@%d", d)
+			}
+		}
+	}
+
 	if r, seen := c.failed[key]; seen {
 		c.l.plan.Stats.ShapeCacheHits++
 		c.wait(pj, r)
