@@ -13,9 +13,9 @@ const (
 	// ones when the job has a required level.
 	AnnotationHoldTimeout = "corral.dev/hold-timeout"
 
-	// AnnotationHeldRoom (written by corral) lists the held places,
-	// ";"-separated, each "node|gpu-ids|milliCPU|MiB" (gpu-ids
-	// ","-separated, maybe empty).
+	// AnnotationHeldRoom (written by corral on the binding of a gang's
+	// first pod) says what room the engine holds for the members not
+	// created yet, for people: corral does not read it back.
 	AnnotationHeldRoom = "corral.dev/held-room"
 	// AnnotationHeldUntil (written by corral) is when the hold ends (RFC 3339).
 	AnnotationHeldUntil = "corral.dev/held-until"

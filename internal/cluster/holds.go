@@ -13,6 +13,9 @@ const (
 	HoldPool
 	// HoldSpare: spare GPUs kept for replacement ranks.
 	HoldSpare
+	// HoldLater: room of gang members their controller has not created
+	// yet, beside the gang's bound pods (Name is the job).
+	HoldLater
 )
 
 // HoldOwner names who a hold keeps capacity for: a reservation (Name is

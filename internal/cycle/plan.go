@@ -1,6 +1,8 @@
 package cycle
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/mig"
@@ -127,7 +129,10 @@ type Plan struct {
 	Binds        []GangBind
 	// Reservations are the holds for blocked head jobs this cycle made.
 	Reservations []Reservation
-	Pending      []Pending
+	// Held is the room held for gang members not created yet
+	// (Snapshot.Later), for drivers to report.
+	Held    []HeldRoom
+	Pending []Pending
 	// Queues reports each queue's standing after the cycle, in tree order.
 	Queues []QueueStatus
 	Stats  CycleStats
@@ -225,4 +230,19 @@ func (s *CycleStats) CountEviction(c EvictionCause) {
 		s.EvictionsByCause = map[EvictionCause]int{}
 	}
 	s.EvictionsByCause[c]++
+}
+
+// HeldRoom is room held for the members of a gang its controller has not
+// created yet.
+type HeldRoom struct {
+	Job   workload.JobID
+	Pods  int      // members held for
+	Nodes []string // the nodes holding their room, sorted
+	Until time.Time
+}
+
+// Message says what the hold keeps, for reasons and events.
+func (h HeldRoom) Message() string {
+	return fmt.Sprintf("room held for %d members not created yet on %s until %s", h.Pods,
+		strings.Join(h.Nodes, ", "), h.Until.UTC().Format(time.RFC3339))
 }

@@ -100,6 +100,26 @@ type Snapshot struct {
 	Spares       []Spare
 	Suspects     []Suspect
 	SuspectLimit int
+
+	// Later lists, per gang, the members its controller creates only after
+	// the first ones are placed (LeaderWorkerSet under LeaderReady, JobSet
+	// children under exclusive placement). The engine holds their room
+	// beside the bound pods until the hold times out (later.go in engine).
+	Later []LaterMembers
+}
+
+// LaterMembers are the members of a gang not created yet. Their pod sets
+// are in the job (requests read from the owner's template); the engine
+// places them with the gang, binds none of them and, once the first pods
+// are bound, holds their room beside those until Since+HoldFor. Drivers
+// read Since from the cluster (the gang's first binding), so a restarted
+// driver keeps the hold.
+type LaterMembers struct {
+	Job  workload.JobID
+	Pods []workload.PodRef
+	// Since is when the gang's first pod was bound; zero: none is yet.
+	Since   time.Time
+	HoldFor time.Duration
 }
 
 // PodBind puts one pod on a node with specific devices: the placed pod

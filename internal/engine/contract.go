@@ -25,6 +25,9 @@ type (
 	TerminatingPod = cycle.TerminatingPod
 	QueueStatus    = cycle.QueueStatus
 	CycleStats     = cycle.CycleStats
+	// LaterMembers are gang members not created yet; HeldRoom their room.
+	LaterMembers = cycle.LaterMembers
+	HeldRoom     = cycle.HeldRoom
 	// EvictionCause says why pods are taken away from a running job.
 	EvictionCause = cycle.EvictionCause
 )

@@ -6,6 +6,7 @@ import (
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/queue"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // Cycle decides what to do now, in numbered steps; each changes capacity
@@ -16,11 +17,13 @@ func (e *Engine) Cycle(s *Snapshot) Plan {
 	c.warn()           //    preferences the cluster cannot honour, ignored (warnings.go)
 	c.health()         // 2. health: suspects, spares, remediation, replacement ranks first
 	c.backfillPre()    // 3. backfill: max runtime enforced, pools resolved
+	c.holdLater()      //    room of gang members not created yet held beside their peers (later.go)
 	c.queues()         // 4. queues: leaves, usage, fair shares, refused jobs, the order
 	c.reserveStarved() // 5. preemption set up; the starved job reserved before anyone
 	for i, more := c.order.Next(); more; i, more = c.order.Next() {
 		c.place(i) // 6. each job: the whole gang (corral) or pod by pod (baselines)
 	}
+	c.stripLater()    //    members not created yet held, not bound (later.go)
 	c.rollBack()      // 7. gangs below their minimum rolled back (rollback.go)
 	return c.finish() // 8. spares re-held, queue statuses, growth, holds lifted
 }
@@ -40,6 +43,8 @@ type run struct {
 	order   jobOrder
 	static  []int // the pending jobs their queue admits, in the Orderer's order
 	room    *preempt.Room
+	// later are the gang members not created yet whose room is held, by job.
+	later map[workload.JobID]LaterMembers
 	// failed remembers the reason of each gang shape that found no room:
 	// capacity only shrinks within a cycle, so an identical gang fails too.
 	failed map[string]Reason

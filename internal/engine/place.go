@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/placement"
@@ -15,6 +17,12 @@ func (c *run) place(i int) {
 	pj := c.s.Pending[i]
 	if c.hc.Handled(pj.Job.ID) {
 		return
+	}
+	if _, ok := c.later[pj.Job.ID]; ok && pj.Waiting != nil {
+		// Its members that exist go into the room held for the gang; the
+		// room of the others is held again after (later.go).
+		c.liftLater(pj)
+		defer c.holdJob(pj.Job.ID, nil)
 	}
 	c.l.plan.Stats.JobsConsidered++
 	if r, waits := c.awaitingVictims(pj); waits { // victims.go
@@ -66,6 +74,17 @@ func (c *run) place(i int) {
 	// Backfill holds the reserved nodes this job cannot leave in time and
 	// the pools it may not use.
 	key := shapeKey(gang) + c.room.ShapeSuffix(pj.Job, leaf) + "#" + c.bf.Admit(pj.Job)
+	if _, held := c.later[pj.Job.ID]; held && pj.Waiting != nil {
+		// Late members go into the room held for them: inside the domain
+		// their bound peers share at the required level (later.go).
+		if lj, ok := c.l.byID[pj.Job.ID]; ok {
+			if d, ok := sharedDomain(c.l.view, lj.run.Pods, gang.Required); ok {
+				gang.Within = d
+				key += fmt.Sprintf("@%d", d)
+			}
+		}
+	}
+
 	if r, seen := c.failed[key]; seen {
 		c.l.plan.Stats.ShapeCacheHits++
 		c.wait(pj, r)
@@ -151,7 +170,15 @@ func (c *run) beside(pj PendingJob, gang placement.Gang) []cluster.DomainID {
 		return nil
 	}
 	if lj, ok := c.l.byID[pj.Job.ID]; ok && !lj.evicted {
-		return health.Beside(c.l.view, pj.Job, lj.run.Pods, gang.Required)
+		bound := lj.run.Pods
+		// The waiting pods of one exclusive part join that part's pods
+		// (later.go).
+		if part := onePart(pj.Job, pj.Waiting); part != "" {
+			if peers := partPods(pj.Job, bound, part); len(peers) > 0 {
+				bound = peers
+			}
+		}
+		return health.Beside(c.l.view, pj.Job, bound, gang.Required)
 	}
 	return nil
 }

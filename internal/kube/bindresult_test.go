@@ -55,6 +55,13 @@ func bindingAPI(client *fake.Clientset, fault *injected, calls *int) {
 				fmt.Errorf("pod %v is already assigned to node %q", p.Name, p.Spec.NodeName))
 		}
 		p.Spec.NodeName = b.Target.Name
+		// The API server copies the binding's annotations onto the pod.
+		for k, v := range b.Annotations {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[k] = v
+		}
 		if err := client.Tracker().Update(podsGVR, p, p.Namespace); err != nil {
 			return true, nil, err
 		}

@@ -51,14 +51,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		res.PodsBound++
 		s.reporter.scheduled(rb.pod, rb.node, " (its claims were already allocated)")
 	}
-	for _, sb := range w.slotBinds { // holds.go
-		if err := s.binder.bindPod(ctx, w, sb.pod, engine.PodBind{Node: sb.node, Devices: sb.gpus}); err != nil {
-			res.BindErrors = append(res.BindErrors, fmt.Errorf("binding %s/%s into its held room: %w", sb.pod.Namespace, sb.pod.Name, err))
-			continue
-		}
-		res.PodsBound++
-		s.reporter.scheduled(sb.pod, sb.node, " (into the room its gang held for it)")
-	}
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
 	for _, wn := range plan.Warnings {
@@ -125,8 +117,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 				"layout", formatLayout(rp.Layout), "reason", rp.Reason)
 		}
 	}
-	// Members not created yet keep their room on the first pod's binding.
-	binds = w.holdLater(binds, start)
+	// The room the plan holds for members not created yet is written on
+	// the binding of the gang's first pod.
+	heldMsgs := w.annotateHeld(binds, plan.Held)
 	// Gangs bind concurrently, each in pod order on its own worker: the
 	// API round trips, not the engine, bound a cycle's throughput.
 	var mu sync.Mutex
@@ -149,8 +142,8 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 					detail += "; " + kj.capped
 				}
 				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
-				if ann := w.bindAnnotations[string(kj.pods[pb.Pod].UID)]; ann != nil {
-					s.reporter.event(kj.pods[pb.Pod], corev1.EventTypeNormal, "RoomHeld", "Hold", "%s", heldMessage(ann))
+				if msg := heldMsgs[string(kj.pods[pb.Pod].UID)]; msg != "" {
+					s.reporter.event(kj.pods[pb.Pod], corev1.EventTypeNormal, "RoomHeld", "Hold", "%s", msg)
 				}
 			}
 			s.metrics.podsBound.Add(float64(n))

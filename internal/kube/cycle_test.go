@@ -36,6 +36,8 @@ type fakeCluster struct {
 	// terminate: an eviction marks the pod for deletion instead of
 	// deleting it.
 	terminate bool
+	// owners are LeaderWorkerSets the dynamic client serves.
+	owners []*unstructured.Unstructured
 }
 
 func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
@@ -81,13 +83,23 @@ func startScheduler(t *testing.T, fc *fakeCluster) *fakeCluster {
 	// The Topology CRD is served, with one level: rack (corral.dev/rack).
 	fc.client.Resources = []*metav1.APIResourceList{{GroupVersion: "corral.dev/v1alpha1",
 		APIResources: []metav1.APIResource{{Name: v1alpha1.TopologyPlural, Kind: "Topology"}}}}
+	listKinds := map[schema.GroupVersionResource]string{topologyGVR: "TopologyList"}
+	if len(fc.owners) > 0 {
+		fc.client.Resources = append(fc.client.Resources, &metav1.APIResourceList{GroupVersion: lwsGVR.GroupVersion().String(),
+			APIResources: []metav1.APIResource{{Name: lwsGVR.Resource, Kind: "LeaderWorkerSet", Namespaced: true}}})
+		listKinds[lwsGVR] = "LeaderWorkerSetList"
+	}
 	topo := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "corral.dev/v1alpha1", "kind": "Topology",
 		"metadata": map[string]any{"name": "default"},
 		"spec":     map[string]any{"levels": []any{map[string]any{"name": "rack", "nodeLabel": "corral.dev/rack"}}}}}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{topologyGVR: "TopologyList"})
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	if err := dyn.Tracker().Create(topologyGVR, topo, ""); err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range fc.owners {
+		if err := dyn.Tracker().Create(lwsGVR, o, o.GetNamespace()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s, err := New(fc.client, dyn, Options{
 		Logger: slog.New(slog.DiscardHandler), Clock: func() time.Time { return fakeNow }})
@@ -318,5 +330,65 @@ func TestPreemptorWaitsForItsVictimsAcrossARestart(t *testing.T) {
 	fc.cycle(t)
 	if strings.Join(fc.binds, " ") != "hi-0->a-0" {
 		t.Errorf("binds %v once the victim is gone, want hi-0->a-0", fc.binds)
+	}
+}
+
+// TestLeaderReadyOnFakeClientset: an LWS group under LeaderReady (size 2)
+// on two racks of two 8-GPU nodes, b-0 busy. The leader is bound with its
+// worker's room held in its rack, written on its binding from the plan; a
+// restarted scheduler, from the pods alone, keeps a 2-pod gang out of that
+// room, and binds the worker into it once LWS creates it.
+func TestLeaderReadyOnFakeClientset(t *testing.T) {
+	leader := pod("serve-0").gpus(8).lws("serve", "0", "0", 2).ann(v1alpha1.AnnotationRequiredTopology, "rack").obj()
+	fc := &fakeCluster{client: fake.NewClientset(rackNode("a-0", "a", 8), rackNode("a-1", "a", 8),
+		rackNode("b-0", "b", 8), rackNode("b-1", "b", 8),
+		pod("busy").gpus(8).ann(v1alpha1.AnnotationPreemptible, "false").
+			ann(v1alpha1.AnnotationAssignedGPUs, "gpu0,gpu1,gpu2,gpu3,gpu4,gpu5,gpu6,gpu7").boundTo("b-0").obj(),
+		leader),
+		owners: []*unstructured.Unstructured{lwsObj("serve", "LeaderReady", 2)}}
+	startScheduler(t, fc)
+	fc.cycle(t)
+	if len(fc.binds) != 1 || !strings.HasPrefix(fc.binds[0], "serve-0->a-") {
+		t.Fatalf("bindings %v, want the leader alone in rack a", fc.binds)
+	}
+	if ann := fc.podOf(t, "serve-0").Annotations; !strings.Contains(ann[v1alpha1.AnnotationHeldRoom], "room held for 1 members") {
+		t.Errorf("the leader's binding says %q, want the worker's room held", ann[v1alpha1.AnnotationHeldRoom])
+	}
+	held := "a-1"
+	if fc.binds[0] == "serve-0->a-1" {
+		held = "a-0"
+	}
+	// The API server dates the binding (the fake one does not).
+	bound := fc.podOf(t, "serve-0")
+	bound.Status.Conditions = append(bound.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
+		Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(fakeNow)})
+	if err := fc.client.Tracker().Update(podsGVR, bound, "ns"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A restart; then a 2-pod gang that only fits with the held node.
+	startScheduler(t, fc)
+	for _, p := range []*corev1.Pod{gangMember("o-0", "o", 8).obj(), gangMember("o-1", "o", 8).obj()} {
+		if _, err := fc.client.CoreV1().Pods("ns").Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fc.binds = nil
+	fc.cycle(t)
+	if len(fc.binds) != 0 {
+		t.Fatalf("bindings %v: the gang took the room held for the worker", fc.binds)
+	}
+	if _, msg := scheduledCondition(fc.podOf(t, "o-0")); !strings.Contains(msg, "no room") {
+		t.Errorf("o-0 waits with %q", msg)
+	}
+
+	// LWS creates the worker: bound into the held room.
+	worker := pod("serve-0-1").gpus(8).lws("serve", "0", "1", 2).ann(v1alpha1.AnnotationRequiredTopology, "rack").obj()
+	if _, err := fc.client.CoreV1().Pods("ns").Create(context.Background(), worker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fc.cycle(t)
+	if strings.Join(fc.binds, " ") != "serve-0-1->"+held {
+		t.Errorf("bindings %v, want the worker on %s", fc.binds, held)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/engine"
-	"github.com/corral-dev/corral/internal/workload"
 )
 
 // TestExclusiveJobSetThroughTheEngine follows a JobSet under exclusive
@@ -33,29 +32,16 @@ func TestExclusiveJobSetThroughTheEngine(t *testing.T) {
 	groups := ownedGroups{ov: ov}
 	now := time.Unix(1000, 0)
 	eng := engine.New(engine.Config{})
-	st := build.State(build.Topo("rack"), build.Racks(2, 4))
 	leaders := []*corev1.Pod{exLeader("ex-w-0", "u-ex"), exLeader("ex-w-1", "u-ex1")}
-	w := &world{state: st, byID: map[workload.JobID]*kjob{}}
-	snap := &engine.Snapshot{State: st, Now: now}
-	for _, kj := range buildJobs(leaders, nil, groups, levels, testCfg) {
-		w.byID[kj.job.ID] = kj
-		if kj.waiting != "" || kj.invalid != "" {
-			t.Fatalf("job %s: waiting %q, invalid %q", kj.key, kj.waiting, kj.invalid)
-		}
-		snap.Pending = append(snap.Pending, engine.PendingJob{Job: kj.job})
+	w, plan := heldCycle(t, eng, build.State(build.Topo("rack"), build.Racks(2, 4)), leaders, groups, levels, now)
+	if len(plan.Binds) != 1 || len(plan.Binds[0].Pods) != 2 || len(plan.Held) != 1 || plan.Held[0].Pods != 6 {
+		t.Fatalf("plan: binds %+v, held %+v; want the two leaders bound and 6 followers' room held", plan.Binds, plan.Held)
 	}
-	plan := eng.Cycle(snap)
-	if len(plan.Binds) != 1 || len(plan.Binds[0].Pods) != 8 {
-		t.Fatalf("plan: %+v; want the whole JobSet (8 pods) placed in one cycle", plan)
-	}
-	binds := w.holdLater(plan.Binds, now)
-	if len(binds[0].Pods) != 2 {
-		t.Fatalf("bound %d pods, want the two leaders", len(binds[0].Pods))
-	}
+	w.annotateHeld(plan.Binds, plan.Held)
 	kj := w.byID[plan.Binds[0].Job]
 	racks := map[string]string{} // rack -> child Job
 	var bound []*corev1.Pod
-	for _, pb := range binds[0].Pods {
+	for _, pb := range plan.Binds[0].Pods {
 		leader := kj.pods[pb.Pod]
 		child := controllingOwner(leader, "Job")
 		rack, _, _ := strings.Cut(pb.Node, "-")
@@ -63,22 +49,15 @@ func TestExclusiveJobSetThroughTheEngine(t *testing.T) {
 			t.Fatalf("child Jobs %s and %s share rack %s", other, child, rack)
 		}
 		racks[rack] = child
-		ann := w.bindAnnotations[string(leader.UID)]
-		slots, err := parseHeld(ann[v1alpha1.AnnotationHeldRoom])
-		if err != nil || len(slots) != 3 {
-			t.Fatalf("leader %s holds %v (%v), want its 3 followers' places", leader.Name, slots, err)
-		}
-		for _, s := range slots {
-			if r, _, _ := strings.Cut(s.node, "-"); r != rack {
-				t.Errorf("leader %s in rack %s holds a place on %s", leader.Name, rack, s.node)
-			}
-		}
-		b := leader.DeepCopy()
-		b.Spec.NodeName = pb.Node
-		for k, v := range ann {
-			b.Annotations[k] = v
-		}
-		bound = append(bound, b)
+		bound = append(bound, bindAt(leader, pb, w.bindAnnotations[string(leader.UID)], now))
+	}
+
+	// The next cycle, from the pods alone: each child's followers' room
+	// is held in its own leader's rack; a gang asking for a rack finds none.
+	other := []*corev1.Pod{pod("o-0").gpus(8).ann(v1alpha1.AnnotationGang, "o").ann(v1alpha1.AnnotationRequiredTopology, "rack").obj()}
+	_, plan = heldCycle(t, eng, build.State(build.Topo("rack"), build.Racks(2, 4)), append(append([]*corev1.Pod(nil), bound...), other...), groups, levels, now.Add(time.Minute))
+	if len(plan.Binds) != 0 || len(plan.Held) != 1 || plan.Held[0].Pods != 6 || len(plan.Held[0].Nodes) != 6 {
+		t.Fatalf("plan: binds %+v, held %+v; want nothing bound and 6 followers held on 6 nodes", plan.Binds, plan.Held)
 	}
 
 	// The followers of ex-w-1 appear: bound into its leader's rack.
@@ -89,16 +68,18 @@ func TestExclusiveJobSetThroughTheEngine(t *testing.T) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "ex-w-1", UID: "u-ex1", Controller: &tr}}
 		pods = append(pods, p)
 	}
-	slotBinds, empty, warns := heldRoom(pods, map[string]assumedPod{}, testCfg, now)
-	if len(warns) > 0 {
-		t.Fatalf("warnings: %v", warns)
+	_, plan = heldCycle(t, eng, build.State(build.Topo("rack"), build.Racks(2, 4)), pods, groups, levels, now.Add(2*time.Minute))
+	if len(plan.Binds) != 1 || len(plan.Binds[0].Pods) != 3 || len(plan.Held) != 1 || plan.Held[0].Pods != 3 {
+		t.Fatalf("plan: binds %+v, held %+v; want ex-w-1's 3 followers bound, ex-w-0's 3 held", plan.Binds, plan.Held)
 	}
-	if len(slotBinds) != 3 || len(empty) != 3 {
-		t.Fatalf("%d followers bound into held room, %d places left; want 3 and 3 (ex-w-0's)", len(slotBinds), len(empty))
+	for _, pb := range plan.Binds[0].Pods {
+		if r, _, _ := strings.Cut(pb.Node, "-"); racks[r] != "ex-w-1" {
+			t.Errorf("follower %v bound to %s, in the rack of %s", pb.Pod, pb.Node, racks[r])
+		}
 	}
-	for _, sb := range slotBinds {
-		if r, _, _ := strings.Cut(sb.node, "-"); racks[r] != "ex-w-1" {
-			t.Errorf("follower %s bound to %s, in the rack of %s", sb.pod.Name, sb.node, racks[r])
+	for _, n := range plan.Held[0].Nodes {
+		if r, _, _ := strings.Cut(n, "-"); racks[r] != "ex-w-0" {
+			t.Errorf("ex-w-0's followers held on %s, in the rack of %s", n, racks[r])
 		}
 	}
 }

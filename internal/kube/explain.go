@@ -76,8 +76,14 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 	switch {
 	case p.Spec.NodeName != "":
 		e.State, e.Node, e.GPUs = "bound", p.Spec.NodeName, p.Annotations[v1alpha1.AnnotationAssignedGPUs]
-		if p.Annotations[v1alpha1.AnnotationHeldRoom] != "" {
-			e.Reason = heldMessage(p.Annotations) // holds.go
+		if kj.laterFrom >= 0 {
+			// The room its gang holds for members not created yet, as the
+			// engine decides it now (engine/later.go).
+			for _, h := range s.engine.Cycle(w.snap).Held {
+				if h.Job == kj.job.ID {
+					e.Reason = h.Message()
+				}
+			}
 		}
 		return e, nil
 	case kj.invalid != "":

@@ -299,10 +299,10 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 		kj.waitAdvice = fmt.Sprintf("install the controller's CRD and let corral read it (then restart corral), or set %s on the pod template",
 			v1alpha1.AnnotationMinMembers)
 	}
-	if kj.waiting == "" && len(kj.bound) == 0 && len(shape.later) > 0 && !minByAnnotation {
+	if kj.waiting == "" && len(shape.later) > 0 && !minByAnnotation {
 		// The controller creates the rest only after these are placed: the
-		// engine places the whole gang, the adapter binds the pods that
-		// exist and holds the others' room (holds.go).
+		// engine places the whole gang, binds the pods that exist and holds
+		// the others' room (engine/later.go; the facts: holds.go).
 		if why := kj.addLater(shape.later, cfg, groups); why != "" {
 			problems = append(problems, why)
 			kj.invalid = strings.Join(problems, "; ")

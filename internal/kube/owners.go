@@ -246,11 +246,12 @@ func (ov *ownerView) jobSetShape(ns, name string, members []*corev1.Pod) gangSha
 		}
 		s.total += want
 		if len(children) > 0 {
-			// Each child Job of this replicated job whose leader alone
-			// exists: its followers come once the leader is bound.
+			// Each child Job of this replicated job whose leader exists
+			// and followers not all yet: they come once the leader is
+			// bound, and their room is held until they do.
 			for _, c := range childNames {
 				pods := children[c]
-				if pods[0].Labels[jobSetRJobLabel] == rjName && leaderOnly(pods) && par > len(pods) {
+				if pods[0].Labels[jobSetRJobLabel] == rjName && hasLeader(pods) && par > len(pods) {
 					s.later = append(s.later, laterSet{count: par - len(pods), tmpl: tmpl, part: c})
 				}
 			}
@@ -267,15 +268,15 @@ func (ov *ownerView) jobSetShape(ns, name string, members []*corev1.Pod) gangSha
 	return s
 }
 
-// leaderOnly reports whether the members are the leader (completion index
-// 0) of a child Job alone.
-func leaderOnly(members []*corev1.Pod) bool {
+// hasLeader reports whether a child Job's leader (completion index 0) is
+// among members.
+func hasLeader(members []*corev1.Pod) bool {
 	for _, p := range members {
-		if p.Annotations[jobCompletionIndexKey] != "0" && p.Labels[jobCompletionIndexKey] != "0" {
-			return false
+		if p.Annotations[jobCompletionIndexKey] == "0" || p.Labels[jobCompletionIndexKey] == "0" {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // jobParallelismOf is the pods a child Job template runs at once:
@@ -339,20 +340,22 @@ func (ov *ownerView) lwsShape(ns, name string, members []*corev1.Pod) gangShape 
 	s.min, s.total = size, size
 	s.requiredLabel = u.GetAnnotations()[lwsExclusiveKey]
 	policy, _, _ := unstructured.NestedString(u.Object, "spec", "startupPolicy")
-	if policy == "LeaderReady" && size > len(members) && lwsLeaderOnly(members) {
+	if policy == "LeaderReady" && size > len(members) && lwsHasLeader(members) {
 		tmpl := podFromTemplate(u.Object, ns, "spec", "leaderWorkerTemplate", "workerTemplate")
 		s.later = []laterSet{{count: size - len(members), tmpl: tmpl}}
 	}
 	return s
 }
 
-func lwsLeaderOnly(members []*corev1.Pod) bool {
+// lwsHasLeader reports whether the group's leader is among members: the
+// workers it lacks are created only after the leader is ready.
+func lwsHasLeader(members []*corev1.Pod) bool {
 	for _, p := range members {
-		if p.Labels[lwsWorkerIndexLabel] != "0" {
-			return false
+		if p.Labels[lwsWorkerIndexLabel] == "0" {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // rayShape: the head and every worker group's minimum (times its hosts

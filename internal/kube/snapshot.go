@@ -44,10 +44,8 @@ type world struct {
 	// pods is every pod the informer showed when the world was built, in
 	// namespace/name order: health, history and remediation read it too.
 	pods []*corev1.Pod
-	// slotBinds are late gang members bound into the room held for them
-	// (holds.go); bindAnnotations are extra annotations for a pod's
-	// binding (the room its gang holds), by pod UID.
-	slotBinds       []slotBind
+	// bindAnnotations are extra annotations for a pod's binding (the room
+	// the plan holds for its gang, holds.go), by pod UID.
 	bindAnnotations map[string]map[string]string
 }
 
@@ -183,14 +181,8 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 		}
 	}
 	claims := c.listClaims()
-	// Room held for gang members not created yet (holds.go): late members
-	// that exist now are assumed into their places before accounting.
-	slotBinds, emptyHeld, warns := heldRoom(pods, assumed, c.cfg, now)
-	w.slotBinds = slotBinds
-	w.warnings = append(w.warnings, warns...)
 	holds, warns := account(state, pods, assumed, claims, poolNode, c.cfg)
 	w.warnings = append(w.warnings, warns...)
-	w.warnings = append(w.warnings, chargeHeld(state, emptyHeld)...)
 	w.holds = holds
 
 	// The DRA inventory: counters used by allocated devices, and devices
@@ -208,6 +200,9 @@ func (c *Cache) buildWorld(now time.Time) (*world, error) {
 	for _, kj := range w.jobs {
 		w.byID[kj.job.ID] = kj
 		w.admit(kj)
+		if lm, ok := laterMembers(kj, assumed); ok { // holds.go
+			snap.Later = append(snap.Later, lm)
+		}
 		if len(kj.bound) > 0 {
 			rj, warns := runningJob(kj, holds, assumed, state, now)
 			w.warnings = append(w.warnings, warns...)
