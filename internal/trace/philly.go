@@ -79,13 +79,7 @@ func ReadPhilly(r io.Reader, name string) (*Trace, error) {
 	if err != nil || tok != json.Delim('[') {
 		return nil, errorf(name, lines.at(dec.InputOffset()), "", "want a JSON array of jobs (Philly's cluster_job_log)")
 	}
-	type row struct {
-		job     *workload.Job
-		submit  time.Time
-		runtime time.Duration
-		line    int
-	}
-	var rows []row
+	var rows []importedRow
 	seen := map[string]int{}
 	for dec.More() {
 		// The offset is just past the previous element's end: skip to
@@ -108,7 +102,7 @@ func ReadPhilly(r io.Reader, name string) (*Trace, error) {
 			continue
 		}
 		j.Source = fmt.Sprintf("%s:%d", name, line)
-		rows = append(rows, row{job: j, submit: submit, runtime: runtime, line: line})
+		rows = append(rows, importedRow{job: j, submit: submit, runtime: runtime, line: line})
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, errorf(name, lines.at(dec.InputOffset()), "", "%v", jsonMessage(err))
@@ -119,26 +113,7 @@ func ReadPhilly(r io.Reader, name string) (*Trace, error) {
 	if len(rows) == 0 {
 		return nil, errorf(name, 0, "", "no job that started on a GPU: nothing to replay")
 	}
-	first := rows[0].submit
-	for _, r := range rows {
-		if r.submit.Before(first) {
-			first = r.submit
-		}
-	}
-	t := &Trace{Name: name}
-	for _, r := range rows {
-		since := r.submit.Sub(first)
-		if since > time.Duration(defaultLimits.seconds)*time.Second {
-			return nil, errorf(name, r.line, "submitted_time", "%v after the first submit is above the limit of %ds", since, defaultLimits.seconds)
-		}
-		r.job.Submit = Epoch.Add(since)
-		if err := checkJob(r.job, name, r.line); err != nil {
-			return nil, err
-		}
-		t.Jobs = append(t.Jobs, Job{Job: r.job, Runtime: r.runtime, Line: r.line})
-	}
-	sort.SliceStable(t.Jobs, func(a, b int) bool { return t.Jobs[a].Submit.Before(t.Jobs[b].Submit) })
-	return t, nil
+	return importedTrace(name, rows, "submitted_time")
 }
 
 // phillyToJob converts one entry; a nil job (and no error) leaves it out.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -63,13 +62,7 @@ func ReadSacct(r io.Reader, name string) (*Trace, error) {
 			return nil, errorf(name, 1, c, "missing column: sacct --format needs %s", strings.Join(sacctRequired, ","))
 		}
 	}
-	type row struct {
-		job     *workload.Job
-		submit  time.Time
-		runtime time.Duration
-		line    int
-	}
-	var rows []row
+	var rows []importedRow
 	seen := map[string]int{}
 	for line := 2; sc.Scan(); line++ {
 		text := strings.TrimRight(sc.Text(), "\r")
@@ -152,7 +145,7 @@ func ReadSacct(r io.Reader, name string) (*Trace, error) {
 			PodSets:         []workload.PodSet{{Name: "main", Count: nodes, Request: req}},
 			Source:          fmt.Sprintf("%s:%d", name, line),
 		}
-		rows = append(rows, row{job: j, submit: submit, runtime: runtime, line: line})
+		rows = append(rows, importedRow{job: j, submit: submit, runtime: runtime, line: line})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, errorf(name, 0, "", "%v", err)
@@ -160,22 +153,7 @@ func ReadSacct(r io.Reader, name string) (*Trace, error) {
 	if len(rows) == 0 {
 		return nil, errorf(name, 0, "", "no allocation that started: nothing to replay")
 	}
-	first := rows[0].submit
-	for _, r := range rows {
-		if r.submit.Before(first) {
-			first = r.submit
-		}
-	}
-	t := &Trace{Name: name}
-	for _, r := range rows {
-		r.job.Submit = Epoch.Add(r.submit.Sub(first))
-		if err := checkJob(r.job, name, r.line); err != nil {
-			return nil, err
-		}
-		t.Jobs = append(t.Jobs, Job{Job: r.job, Runtime: r.runtime, Line: r.line})
-	}
-	sort.SliceStable(t.Jobs, func(a, b int) bool { return t.Jobs[a].Submit.Before(t.Jobs[b].Submit) })
-	return t, nil
+	return importedTrace(name, rows, "")
 }
 
 func containsStr(xs []string, s string) bool {
