@@ -132,6 +132,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	if j.Queue == "" {
 		j.Queue = "default"
 	}
+	j.User = jobUser(first)
 	kj.job = j
 	var problems []string
 	// Pod sets: pods with equal requests (and, under exclusive placement,
@@ -347,6 +348,18 @@ func (k *kjob) laterCount() int {
 		}
 	}
 	return n
+}
+
+// jobUser is who submitted the pod's job (docs/api.md): the
+// corral.dev/user annotation, else the label of that name, else nobody.
+// No fallback to the namespace: it names a team, which the queue keys of
+// the runtime history already learn from, and a team filed as one user
+// would mix its users' runtimes under a name that claims to be narrower.
+func jobUser(p *corev1.Pod) string {
+	if u := strings.TrimSpace(p.Annotations[v1alpha1.AnnotationUser]); u != "" {
+		return u
+	}
+	return p.Labels[v1alpha1.LabelUser]
 }
 
 func sortedKeys(m map[string]string) []string {
