@@ -27,7 +27,7 @@ func LastCheckpoint(rj cycle.RunningJob, now time.Time) time.Time {
 // preemption.md gives the measurements behind both.
 const (
 	minIntervals = 2
-	maxSpread    = 0.25
+	maxSpread    = 0.5
 )
 
 // predictable is the victim's predicted next checkpoint when its own
