@@ -54,6 +54,15 @@ const (
 	// AnnotationMinRuntime protects a freshly started job from preemption
 	// for this long (a Go duration).
 	AnnotationMinRuntime = "corral.dev/min-runtime"
+	// AnnotationUser names who submitted the job, for runtime estimates
+	// learned per user. Also read as a label (LabelUser); the annotation
+	// wins, since it can hold names a label value cannot (an e-mail
+	// address). Absent, the job has no user: Kubernetes records no
+	// submitter on a pod or its owner.
+	AnnotationUser = "corral.dev/user"
+	// LabelUser is AnnotationUser as a label, for platforms that already
+	// label workloads with their owner.
+	LabelUser = "corral.dev/user"
 )
 
 // Annotations corral writes.

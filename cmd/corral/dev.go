@@ -404,13 +404,9 @@ func printDevSummary(w io.Writer, s devSummary) {
 	o := s.o
 	// Paths as the user types them: relative when run from the repository
 	// root (as `make dev-cluster` does), absolute otherwise.
-	rel := func(p string) string {
-		if wd, err := os.Getwd(); err == nil && wd == s.root {
-			return p
-		}
-		return filepath.Join(s.root, p)
-	}
-	kubectl := rel("bin/kubectl")
+	wd, _ := os.Getwd()
+	rel := func(p string) string { return userPath(s.root, wd, p) }
+	kubectl := kubectlPath(s.root, wd, os.Getenv("CORRAL_BIN"))
 	gpus := "nvidia.com/gpu (extended resource)"
 	examples := []string{rel("examples/gang-job-rack.yaml")}
 	podHint := "<pod>"
@@ -476,4 +472,27 @@ func devControllers(with []string) ([]framework.Controller, error) {
 		}
 	}
 	return out, nil
+}
+
+// userPath is p, a path inside the repository, as the user types it:
+// relative when they are at the repository root (as `make dev-cluster`
+// runs), absolute otherwise.
+func userPath(root, wd, p string) string {
+	if wd == root {
+		return p
+	}
+	return filepath.Join(root, p)
+}
+
+// kubectlPath is the kubectl the dev cluster was started beside: the one
+// in $CORRAL_BIN when that is set (the framework took its binaries from
+// there), else the repository's bin/.
+func kubectlPath(root, wd, corralBin string) string {
+	if corralBin != "" {
+		if abs, err := filepath.Abs(corralBin); err == nil {
+			corralBin = abs
+		}
+		return filepath.Join(corralBin, "kubectl")
+	}
+	return userPath(root, wd, "bin/kubectl")
 }

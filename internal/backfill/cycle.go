@@ -200,6 +200,19 @@ func (b *Cycle) StartedStarved(rj cycle.RunningJob) bool {
 	return b.mode == EASY && b.cfg.StarveAfter > 0 && rj.Start.Sub(rj.Job.Submit) >= b.cfg.StarveAfter
 }
 
+// Remaining is how long rj is expected to run on, from its estimate
+// (Expect: declared or learned, extended once outlived); ok is false when
+// nothing predicts it. Priority preemption weighs it against the work an
+// eviction throws away (preempt.WorthEvicting).
+func (b *Cycle) Remaining(rj cycle.RunningJob) (time.Duration, bool) {
+	s := b.l.Snapshot()
+	e, ok := Expect(s.Runtimes, rj.Job, rj.Start, s.Now)
+	if !ok {
+		return 0, false
+	}
+	return max(0, e.Runtime-s.Now.Sub(rj.Start)), true
+}
+
 // Closed reports whether node n is held now for a reservation or pool the
 // job being placed may not use: preemption frees no victim there for it.
 func (b *Cycle) Closed(n int) bool { return b.holds.Closed(n) }

@@ -156,6 +156,7 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 		plan.Stats.JobsPlaced++
 		plan.Stats.PodsPlaced += len(placed)
 	}
+	plan.Queues = queueStanding(s, view, &plan) // kueue_standing.go
 	return plan
 }
 

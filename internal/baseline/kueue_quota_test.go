@@ -125,3 +125,35 @@ func TestKueueTASQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestKueueTASQueueStanding: with queues, kueue-tas reports each
+// ClusterQueue's standing as the engine does (issue 17), so the simulator
+// measures its Jain's index: usage after this cycle's evictions and
+// admissions, against the fair share of the same tree and demand.
+func TestKueueTASQueueStanding(t *testing.T) {
+	s := build.State(cluster.Topology{}, build.Node().Times(4))
+	low := build.Job("a-low").Queue("a").Pods(4).GPUs(8).Obj()
+	back := build.Job("b-job").Queue("b").Pods(1).GPUs(8).Submit(60).Obj()
+	running := []engine.RunningJob{runOn(t, s, low, t0, "n-0", "n-1", "n-2", "n-3")}
+	queues := []cycle.QueueSpec{cq("a", 16, 0, false), cq("b", 16, 0, true)}
+	p := (&KueueTAS{}).Cycle(&engine.Snapshot{State: s, Pending: pending(back), Running: running, Queues: queues, Now: t0.Add(time.Hour)})
+	if diff := cmp.Diff(outcome{Evicted: map[string]int{"a-low": 4}, Bound: map[string][]string{"b-job": {"n-0"}}}, outcomeOf(p)); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	gpus := func(a cycle.Amounts) int64 { return a[cycle.GPU("H100")] / 1000 }
+	got := map[string][2]int64{}
+	for _, q := range p.Queues {
+		if q.Leaf {
+			got[q.Name] = [2]int64{gpus(q.Allocated), gpus(q.FairShare)}
+		}
+	}
+	// a's 32 GPUs were evicted (it waits again: demand 32), b holds the 8
+	// it asked for: fair shares b 8, a the other 24.
+	want := map[string][2]int64{"a": {0, 24}, "b": {8, 8}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("standing [allocated, fair share] (-want +got):\n%s", diff)
+	}
+	if p := (&KueueTAS{}).Cycle(&engine.Snapshot{State: s, Pending: pending(back), Now: t0}); p.Queues != nil {
+		t.Errorf("without queues: standing %+v, want none", p.Queues)
+	}
+}

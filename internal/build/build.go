@@ -223,6 +223,9 @@ func (b *JobBuilder) Queue(q string) *JobBuilder { b.j.Queue = q; return b }
 // Namespace sets the namespace the job was submitted in.
 func (b *JobBuilder) Namespace(ns string) *JobBuilder { b.j.Namespace = ns; return b }
 
+// User sets who submitted the job.
+func (b *JobBuilder) User(u string) *JobBuilder { b.j.User = u; return b }
+
 // Preemptible lets the job be preempted.
 func (b *JobBuilder) Preemptible() *JobBuilder { b.j.Preemptible = true; return b }
 

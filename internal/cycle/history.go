@@ -16,9 +16,14 @@ const (
 	// EstimatePercentile is the share of completed runtimes an estimate
 	// covers.
 	EstimatePercentile = 0.90
-	// MinSamples is how many completed runs a key needs before its
-	// percentile is trusted; below it the estimate falls back to a wider key.
+	// MinSamples is how many completed runs a queue or global key needs
+	// before its percentile is trusted; below it the estimate falls back to
+	// a wider key.
 	MinSamples = 5
+	// MinUserSamples is the same for a user's keys. A user's jobs resemble
+	// each other more than a queue's do (Tsafrir, Etsion and Feitelson
+	// predict from a user's last two), so fewer runs say enough.
+	MinUserSamples = 5
 	// HistoryWindow is how many recent runtimes each key keeps.
 	HistoryWindow = 200
 )
@@ -29,17 +34,19 @@ type Source string
 const (
 	SourceNone       Source = ""            // no estimate: treated as never ending
 	SourceDeclared   Source = "declared"    // the job's ExpectedRuntime
+	SourceUserShape  Source = "user+shape"  // p90 of the same user and size
+	SourceUser       Source = "user"        // p90 of the same user
 	SourceQueueShape Source = "queue+shape" // p90 of the same queue and size
 	SourceQueue      Source = "queue"       // p90 of the same queue
 	SourceGlobal     Source = "global"      // p90 of every job
 	SourceMax        Source = "max-runtime" // only MaxRuntime was known
 )
 
-// History is the runtimes of completed jobs, by queue and shape. The driver
+// History is the runtimes of completed jobs, by user, queue and shape. The driver
 // owns it (Observe after each completion) and hands it to the engine in the
 // snapshot; the engine only reads it. The zero value is empty and usable.
 type History struct {
-	keys map[string]*window
+	keys map[keyName]*window
 	// acc scores each kind of estimate (declared, learned) against the
 	// runtimes that came true: what Confidence reports.
 	acc map[Source]*scores
@@ -81,7 +88,7 @@ func (s *scores) add(x float64) {
 // taken at its word (an operator's own limit, a user's own claim: the
 // prior a scheduler without history has), a learned one is not.
 func (h *History) Confidence(src Source) float64 {
-	learned := src == SourceQueueShape || src == SourceQueue || src == SourceGlobal
+	learned := src.Learned()
 	if learned {
 		src = SourceGlobal
 	}
@@ -96,6 +103,15 @@ func (h *History) Confidence(src Source) float64 {
 		return 1
 	}
 	return s.sum / float64(len(s.v))
+}
+
+// Learned is whether src is a percentile of completed runs (of any key).
+func (src Source) Learned() bool {
+	switch src {
+	case SourceUserShape, SourceUser, SourceQueueShape, SourceQueue, SourceGlobal:
+		return true
+	}
+	return false
 }
 
 func (h *History) score(src Source, est, d time.Duration) {
@@ -123,14 +139,15 @@ func (h *History) Outlived(j *workload.Job, elapsed time.Duration) (time.Duratio
 	if h == nil || h.keys == nil {
 		return 0, false
 	}
-	for _, k := range keysOf(j) {
-		w := h.keys[k]
+	keys, n := keysOf(j)
+	for _, k := range keys[:n] {
+		w := h.keys[k.name]
 		if w == nil {
 			continue
 		}
 		i := sort.Search(len(w.sorted), func(i int) bool { return w.sorted[i] > elapsed })
 		longer := w.sorted[i:]
-		if len(longer) < MinSamples {
+		if len(longer) < k.min {
 			continue
 		}
 		at := int(EstimatePercentile*float64(len(longer))+0.999999) - 1
@@ -150,8 +167,37 @@ func ShapeOf(j *workload.Job) string {
 	return fmt.Sprintf("%dgpu", uint64(1)<<bits.Len64(uint64(g-1)))
 }
 
-func keysOf(j *workload.Job) [3]string {
-	return [3]string{"q=" + j.Queue + ",s=" + ShapeOf(j), "q=" + j.Queue, "*"}
+// histKey is one key runtimes are kept under (its name in History.keys)
+// and the runs it needs before its percentile is trusted.
+type histKey struct {
+	name keyName
+	min  int
+}
+
+// keyName identifies a key's runs: its kind (the Source an estimate from
+// it reports) and whose they are (a user, a
+// queue), with the shape for the narrow kinds. A struct, not a joined
+// string, so that no user or queue name can pass for another key.
+type keyName struct {
+	src        Source
+	who, shape string
+}
+
+// keysOf is j's keys, narrowest first: its user's (when the user is known)
+// and shape, its user's, its queue's and shape, its queue's, every job's.
+// The user keys are not per queue: one user's jobs in two queues are still
+// one user's.
+func keysOf(j *workload.Job) (keys [5]histKey, n int) {
+	shape := ShapeOf(j)
+	if j.User != "" {
+		keys[n] = histKey{keyName{SourceUserShape, j.User, shape}, MinUserSamples}
+		keys[n+1] = histKey{keyName{SourceUser, j.User, ""}, MinUserSamples}
+		n += 2
+	}
+	keys[n] = histKey{keyName{SourceQueueShape, j.Queue, shape}, MinSamples}
+	keys[n+1] = histKey{keyName{SourceQueue, j.Queue, ""}, MinSamples}
+	keys[n+2] = histKey{keyName{SourceGlobal, "", ""}, MinSamples}
+	return keys, n + 3
 }
 
 // Observe records a completed run of j that took d.
@@ -167,13 +213,14 @@ func (h *History) Observe(j *workload.Job, d time.Duration) {
 		h.score(SourceGlobal, est, d)
 	}
 	if h.keys == nil {
-		h.keys = map[string]*window{}
+		h.keys = map[keyName]*window{}
 	}
-	for _, k := range keysOf(j) {
-		w := h.keys[k]
+	keys, n := keysOf(j)
+	for _, k := range keys[:n] {
+		w := h.keys[k.name]
 		if w == nil {
 			w = &window{}
-			h.keys[k] = w
+			h.keys[k.name] = w
 		}
 		if len(w.runs) < HistoryWindow {
 			w.runs = append(w.runs, d)
@@ -194,10 +241,10 @@ func (h *History) learned(j *workload.Job) (time.Duration, Source) {
 	if h == nil || h.keys == nil {
 		return 0, SourceNone
 	}
-	srcs := [3]Source{SourceQueueShape, SourceQueue, SourceGlobal}
-	for i, k := range keysOf(j) {
-		if w := h.keys[k]; w != nil && len(w.runs) >= MinSamples {
-			return w.p, srcs[i]
+	keys, n := keysOf(j)
+	for _, k := range keys[:n] {
+		if w := h.keys[k.name]; w != nil && len(w.runs) >= k.min {
+			return w.p, k.name.src
 		}
 	}
 	return 0, SourceNone

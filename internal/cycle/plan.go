@@ -186,7 +186,10 @@ type QueueStatus struct {
 type CycleStats struct {
 	JobsConsidered int
 	JobsPlaced     int
-	PodsPlaced     int
+	PodsPlaced     int // pods bound by this plan
+	// PodsHeld counts the members not created yet whose room the plan
+	// holds (Plan.Held): placed in the view, not bound, so not in PodsPlaced.
+	PodsHeld       int
 	ShapeCacheHits int // jobs skipped because an identical shape already failed this cycle
 
 	// Preemption: searches run, placements they tried, searches that ran out

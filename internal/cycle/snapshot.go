@@ -41,9 +41,10 @@ type RunningJob struct {
 	Pods []PodBind
 	// Start is when the job (last) started running.
 	Start time.Time
-	// LastCheckpoint is when the job last saved its state, as it reported it;
-	// zero when unknown (then the checkpoint interval, if any, is assumed).
-	LastCheckpoint time.Time
+	// Checkpoints are the saves the job reported in this run, ascending
+	// (at most MaxCheckpoints). None reported: a preemption loses all its
+	// work since Start; a declared interval is never assumed in their place.
+	Checkpoints Checkpoints
 }
 
 // TerminatingPod is a pod evicted for a job that has not terminated yet.

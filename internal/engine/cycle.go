@@ -140,6 +140,7 @@ func (c *run) reserveStarved() {
 		// may evict the long jobs in its way when no queue rules them.
 		c.room.Reserved = c.bf.Closed
 		c.room.StartedStarved = c.bf.StartedStarved
+		c.room.Remaining = c.bf.Remaining
 		c.bf.Stragglers = c.qs == nil
 	}
 	c.bf.ReserveStarved(c.static)

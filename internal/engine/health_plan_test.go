@@ -4,6 +4,7 @@ package engine
 // growth beside pinned replacement ranks.
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -165,5 +166,55 @@ func TestEscalationOfAGangLeftHoldingNothing(t *testing.T) {
 	}
 	if len(p2.Evictions) != 1 || len(p2.Evictions[0].Pods) != 1 {
 		t.Errorf("evictions %+v, want g/0-1 once", p2.Evictions)
+	}
+}
+
+// TestPausedGangIsPricedOnce: a three-rank strict gang (no checkpoint
+// reported, 10-minute restart overhead) loses a rank an hour in: the whole
+// gang rolls back, priced once as its 24 GPUs × (1 h + 10 min). An hour
+// later, while it waits for the replacement, a second rank fails and the
+// first replacement's room is gone, so the gang restarts. Its ranks sat
+// idle since the rollback: neither the second failure's eviction nor the
+// escalation throws away work (nor adds an overhead) that the first did not
+// already count.
+func TestPausedGangIsPricedOnce(t *testing.T) {
+	job := build.Job("g").Pods(3).GPUs(8).Obj()
+	job.RestartOverhead = 10 * time.Minute
+	s := build.State(build.Topo("rack"), build.Racks(2, 4))
+	w := &healthWorld{s: s, run: RunningJob{Job: job, Start: t0}}
+	for i, node := range []string{"r0-n-0", "r0-n-1", "r0-n-2"} {
+		n, _ := s.NodeIndex(node)
+		a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
+		for k := 0; k < 8; k++ {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
+		}
+		if err := s.Allocate(n, a); err != nil {
+			t.Fatal(err)
+		}
+		w.run.Pods = append(w.run.Pods, PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: "g", Index: i}, NodeIndex: n, Alloc: a}, Node: node})
+	}
+	eng := New(Config{Policy: Corral})
+	f1 := w.failDevice(t, "r0-n-0", 3)
+	p1 := eng.Cycle(&Snapshot{State: s, Running: []RunningJob{w.run}, Failures: []health.Failure{f1}, Now: t0.Add(time.Hour)})
+	w.apply(t, p1)
+	r := p1.Remediations[0]
+	f2 := w.failDevice(t, "r0-n-1", 3)
+	p2 := eng.Cycle(&Snapshot{State: s, Running: []RunningJob{w.run}, Failures: []health.Failure{f1, f2}, Now: t0.Add(2 * time.Hour),
+		Pending: []PendingJob{{Job: job, Waiting: r.Pods, Within: Pin{Level: r.Level, Domain: r.Domain}}}})
+	lost := map[string]float64{}
+	for i, p := range []Plan{p1, p2} {
+		for _, ev := range p.Evictions {
+			for _, ref := range ev.Pods {
+				lost[fmt.Sprintf("cycle %d: %s", i+1, ref)] = ev.LostGPUSeconds
+			}
+		}
+	}
+	want := map[string]float64{
+		"cycle 1: g/0-0": 24 * (time.Hour + 10*time.Minute).Seconds(), // the rollback of the whole gang
+		"cycle 2: g/0-1": 0,                                           // a second failure under the idle gang
+		"cycle 2: g/0-2": 0,                                           // the escalation to a restart
+	}
+	if diff := cmp.Diff(want, lost); diff != "" {
+		t.Errorf("GPU-seconds lost per evicted pod (-want +got):\n%s", diff)
 	}
 }

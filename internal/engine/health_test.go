@@ -181,7 +181,7 @@ func TestRemediation(t *testing.T) {
 			// The job reports its 10-minute checkpoints (only reported
 			// ones count, issue 17).
 			if done := now.Sub(t0) / (10 * time.Minute); done > 0 {
-				w.run.LastCheckpoint = t0.Add(done * 10 * time.Minute)
+				w.run.Checkpoints = reportedEvery(t0, t0.Add(done*10*time.Minute), 10*time.Minute)
 			}
 			plan := New(Config{Policy: policy}).Cycle(&Snapshot{State: w.s, Running: []RunningJob{w.run}, Failures: failures, Now: now})
 			if diff := cmp.Diff(tc.want, remediationOf(plan)); diff != "" {

@@ -107,6 +107,14 @@ func TestLaterMembersHoldTheirRoom(t *testing.T) {
 					t.Errorf("held until %v, want %v (from the first binding)", h.Until, want)
 				}
 			}
+			bound := 0
+			for _, n := range tc.wantBinds {
+				bound += n
+			}
+			if plan.Stats.PodsPlaced != bound || plan.Stats.PodsHeld != tc.wantHeld {
+				t.Errorf("stats: %d pods placed, %d held; want %d placed (bound), %d held",
+					plan.Stats.PodsPlaced, plan.Stats.PodsHeld, bound, tc.wantHeld)
+			}
 			if held != tc.wantHeld {
 				t.Errorf("held %d members (%+v), want %d", held, plan.Held, tc.wantHeld)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
@@ -40,9 +41,23 @@ func (v victim) run(t *testing.T, s *cluster.State, now time.Time) RunningJob {
 	}
 	rj := pin(t, s, b.Obj(), now.Add(-v.ago), v.nodes...)
 	if v.sinceCkpt > 0 {
-		rj.LastCheckpoint = now.Add(-v.sinceCkpt)
+		rj.Checkpoints = reportedEvery(rj.Start, now.Add(-v.sinceCkpt), 30*time.Minute)
 	}
 	return rj
+}
+
+// reportedEvery is a job's reports since start, every interval, the last
+// at last: a regular reporter (only reports count, issue 17).
+func reportedEvery(start, last time.Time, every time.Duration) cycle.Checkpoints {
+	var at []time.Time
+	for t := last; t.After(start); t = t.Add(-every) {
+		at = append(at, t)
+	}
+	var c cycle.Checkpoints
+	for i := len(at) - 1; i >= 0; i-- {
+		c = c.Add(at[i])
+	}
+	return c
 }
 
 func TestPreemptionChoosesTheVictimsThatLoseLeastWork(t *testing.T) {
@@ -279,7 +294,7 @@ func TestConsolidationFreesARackOnlyWhenItPays(t *testing.T) {
 				j := build.Job(id).GPUs(8).Preemptible().Expected(expected).Checkpoint(ckpt).Overhead(time.Minute).Obj()
 				rj := pin(t, s, j, now.Add(-time.Hour), node)
 				if since > 0 {
-					rj.LastCheckpoint = now.Add(-since)
+					rj.Checkpoints = reportedEvery(rj.Start, now.Add(-since), ckpt)
 				}
 				return rj
 			}
@@ -406,7 +421,7 @@ func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 				}
 				return
 			}
-			next := running[0].LastCheckpoint.Add(30 * time.Minute)
+			next := running[0].Checkpoints.Last().Add(30 * time.Minute)
 			if want := next.Add(time.Second); next.After(now) && !p.Retry.Equal(want) {
 				t.Errorf("retry at %v, want %v", p.Retry, want)
 			}
@@ -415,7 +430,7 @@ func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 			}
 			// At the retry the victim has checkpointed: it loses only its
 			// restart overhead.
-			running[0].LastCheckpoint = p.Retry.Add(-time.Second)
+			running[0].Checkpoints = running[0].Checkpoints.Add(p.Retry.Add(-time.Second))
 			later := New(Config{CheckpointWait: 10 * time.Minute}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: p.Retry})
 			if len(later.Evictions) != 1 || !outcomeOf(later, "hi").Placed {
 				t.Fatalf("at the retry: evictions %v, pending %+v", later.Evictions, later.Pending)
@@ -442,7 +457,7 @@ func TestReclaimPassesReservations(t *testing.T) {
 		j := build.Job(fmt.Sprintf("b-run%d", i)).Queue("b").GPUs(8).Priority(50).Preemptible().
 			Expected(10 * time.Hour).Checkpoint(30 * time.Minute).Overhead(5 * time.Minute).Obj()
 		rj := pin(t, s, j, now.Add(-3*time.Hour), node)
-		rj.LastCheckpoint = now.Add(-time.Duration(5+3*i) * time.Minute)
+		rj.Checkpoints = reportedEvery(rj.Start, now.Add(-time.Duration(5+3*i)*time.Minute), 30*time.Minute)
 		running = append(running, rj)
 	}
 	// b's whole-cluster gang has starved: it is reserved on every node.

@@ -86,6 +86,7 @@ func (h *Cycle) remediate(idx *Index) map[workload.JobID]cycle.RunningJob {
 	s, view := h.l.Snapshot(), h.l.View()
 	rem := &Remediator{Ledger: h.l, View: view, Placer: h.l.Placer(), Index: idx, Spares: h.spares, Now: s.Now,
 		RestartOnly: !h.full}
+	paused := pausedGangs(s)
 	running := append([]cycle.RunningJob(nil), s.Running...)
 	sort.Slice(running, func(a, b int) bool { return running[a].Job.ID < running[b].Job.ID })
 	byID := make(map[workload.JobID]cycle.RunningJob, len(running))
@@ -111,8 +112,12 @@ func (h *Cycle) remediate(idx *Index) map[workload.JobID]cycle.RunningJob {
 		if d.WholeGang || d.Action == workload.RestartGang {
 			lost = nil // every rank rolls back to the last checkpoint
 		}
+		cost := h.l.RestartCost(rj, lost)
+		if paused[rj.Job.ID] {
+			cost = 0 // its rollback was counted when its first rank went
+		}
 		h.l.Evict(cycle.Eviction{Job: rj.Job.ID, Pods: d.Evict, Cause: cycle.CauseFailure,
-			Message: d.Message, LostGPUSeconds: h.l.RestartCost(rj, lost)})
+			Message: d.Message, LostGPUSeconds: cost})
 		// An escalation later in this cycle restarts what the job still
 		// holds: not these pods again (a Plan names each eviction once).
 		byID[rj.Job.ID] = without(rj, d.Evict)
@@ -152,8 +157,10 @@ func (h *Cycle) placePins(byID map[workload.JobID]cycle.RunningJob) {
 		// A gang this cycle's remediation left holding nothing restarts
 		// whole already: nothing is left to escalate.
 		if !placed && running && replacing && len(rj.Pods) > 0 && Escalates(pj.Job) {
+			// Not priced: the strict gang rolled back (and was charged its
+			// restart overhead) when its failed ranks were evicted, and its
+			// ranks have sat idle since (pausedGangs).
 			rem, ev := Escalate(rj)
-			ev.LostGPUSeconds = h.l.RestartCost(rj, nil)
 			h.l.Remediated(rem)
 			h.l.Evict(ev)
 		}
@@ -208,4 +215,21 @@ func without(rj cycle.RunningJob, gone []workload.PodRef) cycle.RunningJob {
 	}
 	rj.Pods = kept
 	return rj
+}
+
+// pausedGangs are the strict gangs waiting for replacement ranks (pending
+// with the driver's replacement pin): their whole gang rolled back to its
+// last checkpoint, and was priced so, when the failed ranks were evicted,
+// and their healthy ranks have made no progress since. Evicting those ranks
+// now, for a second failure or to restart the gang (Escalate), throws away
+// no more work: pricing it again counted one rollback two or three times
+// in the lost-work metric and events.
+func pausedGangs(s *cycle.Snapshot) map[workload.JobID]bool {
+	out := map[workload.JobID]bool{}
+	for _, pj := range s.Pending {
+		if pj.Waiting != nil && pj.Within.Domain != "" && StrictGang(pj.Job) {
+			out[pj.Job.ID] = true
+		}
+	}
+	return out
 }

@@ -19,9 +19,10 @@ func Escalates(j *workload.Job) bool {
 
 // Escalate restarts a gang whose replacement ranks found no room: the
 // cycle records the remediation and the eviction it returns, which takes
-// every bound pod out of the view. The eviction is not priced: the restart
-// throws away the whole gang's work since its last checkpoint, which the
-// caller sets from the restart-cost model (preempt.RestartCost).
+// every bound pod out of the view. The eviction is not priced: the gang
+// already rolled back to its last checkpoint when its failed ranks were
+// evicted (that eviction carried the cost), and its ranks have been idle
+// since.
 func Escalate(rj cycle.RunningJob) (cycle.Remediation, cycle.Eviction) {
 	var pods []workload.PodRef
 	for _, p := range rj.Pods {

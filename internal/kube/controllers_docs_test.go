@@ -24,14 +24,14 @@ func TestControllerDocsExamples(t *testing.T) {
 		wantLater  int
 	}{
 		{"jobset.md", "jobset.yaml", func(u *unstructured.Unstructured) gangShape {
-			return (&ownerView{jobSets: store(u)}).jobSetShape("ns", u.GetName(), []*corev1.Pod{pod("p").jobSet("train", "workers").obj()})
+			return (&ownerView{jobSets: store(u)}).jobSetShape("ns", u.GetName(), []*corev1.Pod{pod("p").jobSet("train", "workers").obj()}, nil)
 		}, 4, 0},
 		{"jobset.md", "jobset-exclusive.yaml", func(u *unstructured.Unstructured) gangShape {
 			// Child Job 0's leader exists: its follower is held for.
 			leader := pod("exclusive-workers-0-0").jobSet("exclusive", "workers").ann(jobSetExclusiveKey, "corral.dev/rack").ann(jobCompletionIndexKey, "0").obj()
 			tr := true
 			leader.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "exclusive-workers-0", Controller: &tr}}
-			s := (&ownerView{jobSets: store(u)}).jobSetShape("ns", u.GetName(), []*corev1.Pod{leader})
+			s := (&ownerView{jobSets: store(u)}).jobSetShape("ns", u.GetName(), []*corev1.Pod{leader}, nil)
 			if s.exclusiveLabel != "corral.dev/rack" {
 				t.Errorf("exclusive level label %q, want corral.dev/rack", s.exclusiveLabel)
 			}

@@ -101,9 +101,17 @@ func gangKey(p *corev1.Pod) (key, kind, name string) {
 // job but not waiting.
 func buildJobs(pods []*corev1.Pod, assumed map[string]string, groups groupLookup, levels map[string]string, cfg adapterConfig) []*kjob {
 	byKey := map[string][]*corev1.Pod{}
+	finished := map[string][]*corev1.Pod{} // by gang key: members that succeeded
 	var keys []string
 	for _, p := range pods {
-		if p.Spec.SchedulerName != cfg.schedulerName || terminal(p) || p.DeletionTimestamp != nil {
+		if p.Spec.SchedulerName != cfg.schedulerName || p.DeletionTimestamp != nil {
+			continue
+		}
+		if terminal(p) {
+			if p.Status.Phase == corev1.PodSucceeded {
+				k, _, _ := gangKey(p)
+				finished[k] = append(finished[k], p)
+			}
 			continue
 		}
 		k, _, _ := gangKey(p)
@@ -117,12 +125,12 @@ func buildJobs(pods []*corev1.Pod, assumed map[string]string, groups groupLookup
 	for _, k := range keys {
 		members := byKey[k]
 		sort.Slice(members, func(i, j int) bool { return members[i].Name < members[j].Name })
-		out = append(out, newJob(k, members, assumed, groups, levels, cfg))
+		out = append(out, newJob(k, members, finished[k], assumed, groups, levels, cfg))
 	}
 	return out
 }
 
-func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups groupLookup, levels map[string]string, cfg adapterConfig) *kjob {
+func newJob(key string, members, finished []*corev1.Pod, assumed map[string]string, groups groupLookup, levels map[string]string, cfg adapterConfig) *kjob {
 	first := members[0]
 	_, kind, name := gangKey(first)
 	kj := &kjob{key: key, pods: map[workload.PodRef]*corev1.Pod{}, bound: map[workload.PodRef]string{}, laterFrom: -1}
@@ -132,6 +140,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	if j.Queue == "" {
 		j.Queue = "default"
 	}
+	j.User = jobUser(first)
 	kj.job = j
 	var problems []string
 	// Pod sets: pods with equal requests (and, under exclusive placement,
@@ -191,7 +200,7 @@ func newJob(key string, members []*corev1.Pod, assumed map[string]string, groups
 	minMembers, canExist := 0, -1
 	var shape gangShape
 	if or, ok := groups.(ownerReader); ok {
-		shape = or.owners().shapeOf(kind, name, members) // owners.go
+		shape = or.owners().shapeOf(kind, name, members, finished) // owners.go
 		minMembers = shape.min
 	}
 	if g := gatedPods(members); g != "" {
@@ -347,6 +356,18 @@ func (k *kjob) laterCount() int {
 		}
 	}
 	return n
+}
+
+// jobUser is who submitted the pod's job (docs/api.md): the
+// corral.dev/user annotation, else the label of that name, else nobody.
+// No fallback to the namespace: it names a team, which the queue keys of
+// the runtime history already learn from, and a team filed as one user
+// would mix its users' runtimes under a name that claims to be narrower.
+func jobUser(p *corev1.Pod) string {
+	if u := strings.TrimSpace(p.Annotations[v1alpha1.AnnotationUser]); u != "" {
+		return u
+	}
+	return p.Labels[v1alpha1.LabelUser]
 }
 
 func sortedKeys(m map[string]string) []string {

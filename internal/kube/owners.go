@@ -134,7 +134,9 @@ func controllingOwner(p *corev1.Pod, kind string) string {
 }
 
 // shapeOf reads the gang of members (pods of one gang key) from its owner.
-func (ov *ownerView) shapeOf(kind, name string, members []*corev1.Pod) gangShape {
+// finished are the gang's pods that already succeeded: they will not run
+// again, so the gang waits for the others only.
+func (ov *ownerView) shapeOf(kind, name string, members, finished []*corev1.Pod) gangShape {
 	first := members[0]
 	ns := first.Namespace
 	var s gangShape
@@ -163,7 +165,7 @@ func (ov *ownerView) shapeOf(kind, name string, members []*corev1.Pod) gangShape
 	}
 	switch kind {
 	case "JobSet":
-		return ov.jobSetShape(ns, name, members)
+		return ov.jobSetShape(ns, name, members, finished)
 	case "LeaderWorkerSet":
 		lws, _, _ := strings.Cut(name, "/")
 		return ov.lwsShape(ns, lws, members)
@@ -204,8 +206,11 @@ func object(store cache.Store, resource, kindName, ns, name string) (*unstructur
 // child Job is a part of the gang with a domain of the named level to
 // itself; JobSet's pod webhook refuses a child Job's followers until its
 // leader (completion index 0) is bound, so each child's followers are held
-// for in its leader's domain.
-func (ov *ownerView) jobSetShape(ns, name string, members []*corev1.Pod) gangShape {
+// for in its leader's domain. Pods that succeeded count as created (an
+// InOrder replicated job whose pods all finished is not held for again) and
+// leave the minimum: a driver that completes before its workers are placed
+// must not keep them waiting for it.
+func (ov *ownerView) jobSetShape(ns, name string, members, finished []*corev1.Pod) gangShape {
 	u, s, ok := object(ov.jobSets, "jobsets.jobset.x-k8s.io", "JobSet", ns, name)
 	if !ok {
 		return s
@@ -216,6 +221,9 @@ func (ov *ownerView) jobSetShape(ns, name string, members []*corev1.Pod) gangSha
 	have := map[string]int{}
 	children := map[string][]*corev1.Pod{} // child Job -> its pods, under exclusive placement
 	var childNames []string
+	for _, p := range finished {
+		have[p.Labels[jobSetRJobLabel]]++
+	}
 	for _, p := range members {
 		have[p.Labels[jobSetRJobLabel]]++
 		if part := exclusivePart(p); part != "" {
@@ -264,7 +272,7 @@ func (ov *ownerView) jobSetShape(ns, name string, members []*corev1.Pod) gangSha
 	if len(children) > 0 {
 		s.exclusiveLabel = exclusive
 	}
-	s.min = s.total
+	s.min = max(s.total-len(finished), min(s.total, 1))
 	return s
 }
 

@@ -163,6 +163,18 @@ func TestOwnerShapes(t *testing.T) {
 			pods: []*corev1.Pod{pod("driver-0").jobSet("ordered", "driver").obj()},
 			want: []shape{{View: jobView{Key: "jobset/ns/ordered", Pods: 1, Min: 3, Request: req(0)}, Later: 2, Sets: 2, LaterR: req(8)}},
 		},
+		"a JobSet whose driver finished before its workers were placed: the workers are the gang": {
+			pods: append(t8(4, "js", "w"), pod("driver-0").jobSet("js", "driver").phase(corev1.PodSucceeded).obj()),
+			want: []shape{{View: jobView{Key: "jobset/ns/js", Pods: 4, Min: 4, Request: req(8)}, Sets: 1}},
+		},
+		"InOrder: a replicated job whose pods all finished is not held for again": {
+			pods: append(t8(2, "ordered", "w"), pod("driver-0").jobSet("ordered", "driver").phase(corev1.PodSucceeded).obj()),
+			want: []shape{{View: jobView{Key: "jobset/ns/ordered", Pods: 2, Min: 2, Request: req(8)}, Sets: 1}},
+		},
+		"a finished pod still leaves the gang waiting for members not created": {
+			pods: append(t8(3, "js", "w"), pod("driver-0").jobSet("js", "driver").phase(corev1.PodSucceeded).obj()),
+			want: []shape{{View: jobView{Key: "jobset/ns/js", Pods: 3, Min: 4, Request: req(8), Waiting: "gang waits for its pods: 3 of 4 pods exist"}, Sets: 1}},
+		},
 		"a suspended JobSet (Kueue has not admitted it) is never placed": {
 			pods: t8(1, "paused", "w"),
 			want: []shape{{View: jobView{Key: "jobset/ns/paused", Pods: 1, Request: req(8),

@@ -364,8 +364,8 @@ func TestRunningJob(t *testing.T) {
 	if !rj.Start.Equal(time.Unix(6_000, 0)) {
 		t.Errorf("start = %v, want the last pod's start (6000)", rj.Start.Unix())
 	}
-	if !rj.LastCheckpoint.Equal(time.Unix(8_000, 0)) {
-		t.Errorf("last checkpoint = %v, want the oldest one reported (8000)", rj.LastCheckpoint.Unix())
+	if !rj.Checkpoints.Last().Equal(time.Unix(8_000, 0)) {
+		t.Errorf("last checkpoint = %v, want the oldest one reported (8000)", rj.Checkpoints.Last().Unix())
 	}
 	var devs []string
 	for _, pb := range rj.Pods {
@@ -380,8 +380,8 @@ func TestRunningJob(t *testing.T) {
 	// A bound pod's bad annotation is ignored with a warning.
 	p1.Annotations[v1alpha1.AnnotationLastCheckpoint] = "yesterday"
 	rj, warns = runningJob(kj, holds, nil, s, now)
-	if len(warns) != 1 || !rj.LastCheckpoint.Equal(time.Unix(9_000, 0)) {
-		t.Errorf("bad annotation: warnings %v, checkpoint %v", warns, rj.LastCheckpoint.Unix())
+	if len(warns) != 1 || !rj.Checkpoints.Last().Equal(time.Unix(9_000, 0)) {
+		t.Errorf("bad annotation: warnings %v, checkpoint %v", warns, rj.Checkpoints.Last().Unix())
 	}
 	// Engine cost on what the adapter built: 2 GPUs x (10000-9000 s).
 	if got := engine.RestartCost(rj, nil, now); got != 2000 {

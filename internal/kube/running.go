@@ -8,7 +8,9 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // admit names the job's queue: its first pod's queue label, "" for none.
@@ -34,9 +36,12 @@ func (w *world) admit(kj *kjob) {
 // when its last member started. The last checkpoint is the oldest
 // corral.dev/last-checkpoint among the pods that carry one: a distributed
 // checkpoint is whole only once every rank that reports one has written it.
+// The annotation holds one time; checkpointHistory adds the earlier ones
+// this process saw.
 func runningJob(kj *kjob, holds map[string]podHold, assumed map[string]assumedPod, s *cluster.State, now time.Time) (engine.RunningJob, []string) {
 	rj := engine.RunningJob{Job: kj.job}
 	var warnings []string
+	var last time.Time
 	for _, ref := range kj.refs {
 		node, ok := kj.bound[ref]
 		if !ok {
@@ -78,14 +83,15 @@ func runningJob(kj *kjob, holds map[string]podHold, assumed map[string]assumedPo
 			case t.After(now):
 				warnings = append(warnings, fmt.Sprintf("pod %s/%s: annotation %s=%q is in the future; ignored",
 					p.Namespace, p.Name, v1alpha1.AnnotationLastCheckpoint, v))
-			case rj.LastCheckpoint.IsZero() || t.Before(rj.LastCheckpoint):
-				rj.LastCheckpoint = t
+			case last.IsZero() || t.Before(last):
+				last = t
 			}
 		}
 	}
 	if rj.Start.After(now) {
 		rj.Start = now
 	}
+	rj.Checkpoints = rj.Checkpoints.Add(last)
 	return rj, warnings
 }
 
@@ -101,4 +107,45 @@ func boundAt(p *corev1.Pod) time.Time {
 		return p.Status.StartTime.Time
 	}
 	return time.Time{}
+}
+
+// checkpointHistory keeps the checkpoints each running job has reported
+// while this process watched: the annotation holds only the latest, and
+// the engine waits for a victim's next checkpoint only when the intervals
+// between its reports predict it (docs/preemption.md). A run is a job and
+// its start, so a restarted job starts a new history; runs that no longer
+// hold pods are forgotten at the next cycle.
+//
+// It lives in memory only. After a scheduler restart a job's history
+// starts again from the value the annotation holds then, so preemption
+// waits for none of its checkpoints until it has reported two more
+// intervals (at most an hour at the usual 30-minute interval); until then
+// it is evicted at once, which loses the work since its last checkpoint,
+// as before the wait existed. Persisting it (an annotation of recent
+// intervals written back to pods) would cost a write per checkpoint per
+// pod on the cycle's path for that hour's benefit.
+type checkpointHistory struct {
+	runs map[checkpointRun]cycle.Checkpoints
+}
+
+type checkpointRun struct {
+	job   workload.JobID
+	start time.Time
+}
+
+// observe merges each running job's reported checkpoint into its run's
+// history and hands the whole history to the engine.
+func (h *checkpointHistory) observe(running []engine.RunningJob) {
+	seen := make(map[checkpointRun]cycle.Checkpoints, len(running))
+	for i := range running {
+		rj := &running[i]
+		key := checkpointRun{job: rj.Job.ID, start: rj.Start}
+		c := h.runs[key]
+		for _, t := range rj.Checkpoints {
+			c = c.Add(t)
+		}
+		seen[key] = c
+		rj.Checkpoints = c
+	}
+	h.runs = seen
 }

@@ -65,6 +65,9 @@ type Scheduler struct {
 	health   *healthState
 	// runtimes learns completed runtimes for estimates (history.go).
 	runtimes runtimeHistory
+	// checkpoints keeps each running job's reported checkpoints
+	// (running.go).
+	checkpoints checkpointHistory
 	// wasFenced: the last cycle wrote nothing for want of the Lease (logs
 	// say so once per episode).
 	wasFenced bool
@@ -201,6 +204,7 @@ func (s *Scheduler) safeCycle(ctx context.Context) (res CycleResult, err error) 
 func (s *Scheduler) complete(w *world, now time.Time) {
 	s.addHealth(w, now) // health.go
 	s.runtimes.track(w, w.pods)
+	s.checkpoints.observe(w.snap.Running)
 	w.snap.Runtimes = &s.runtimes.hist
 	w.snap.Pools = s.opts.Pools
 }

@@ -14,30 +14,30 @@ import (
 // them), and a schedule inferred from it made the preemption cost look
 // lower than the work really thrown away.
 func LastCheckpoint(rj cycle.RunningJob, now time.Time) time.Time {
-	if !rj.LastCheckpoint.IsZero() && !rj.LastCheckpoint.After(now) && rj.LastCheckpoint.After(rj.Start) {
-		return rj.LastCheckpoint
+	if last := rj.Checkpoints.Within(rj.Start, now).Last(); !last.IsZero() {
+		return last
 	}
 	return rj.Start
 }
 
-// observedInterval is the job's own mean checkpoint interval, from its
-// last reported checkpoint: the span since its start divided by how many
-// declared intervals fit in it. ok is false before the first report.
-// Requiring two intervals was tried (issue 17) and lost more work on the
-// issue-5 queues workload (162 against 144 GPU-hours, seeds 42-43): waiting
-// on one observed interval is right more often than evicting at once.
-func observedInterval(rj cycle.RunningJob, now time.Time) (time.Duration, bool) {
-	ci := rj.Job.CheckpointInterval
-	last := LastCheckpoint(rj, now)
-	if ci <= 0 || last.Equal(rj.Start) {
-		return 0, false
+// Predictability of a victim's next checkpoint, from its own reports only
+// (issue 17). A preemption waits for a victim only when at least
+// minIntervals intervals were observed in its current run and their spread
+// (sample standard deviation over mean) is at most maxSpread; docs/
+// preemption.md gives the measurements behind both.
+const (
+	minIntervals = 2
+	maxSpread    = 0.5
+)
+
+// predictable is the victim's predicted next checkpoint when its own
+// reported intervals make it predictable.
+func predictable(rj cycle.RunningJob, now time.Time) (cycle.Prediction, bool) {
+	p, ok := rj.Checkpoints.Within(rj.Start, now).Predict()
+	if !ok || p.Intervals < minIntervals || !(p.Spread <= maxSpread) || p.Mean <= 0 {
+		return cycle.Prediction{}, false
 	}
-	span := last.Sub(rj.Start)
-	n := (span + ci/2) / ci
-	if n < 1 {
-		return 0, false
-	}
-	return span / n, true
+	return p, true
 }
 
 // RestartCost is the GPU-seconds of work a restart of these pods throws
@@ -94,10 +94,12 @@ type Deferral struct {
 // victims should wait: evicting right after a checkpoint throws away only
 // the restart overhead, and the victims keep working meanwhile, so waiting
 // costs no GPU time, only the waiting job's latency, bounded by wait (zero:
-// DefaultCheckpointWait; negative: never wait). A victim that does not
-// checkpoint, has reported none yet (observedInterval), or whose predicted
-// checkpoint is overdue by more than a quarter of the wait, is evicted now
-// (ok false). running is walked in its order.
+// DefaultCheckpointWait; negative: never wait). The next checkpoint is
+// predicted from the victim's own reports (predictable); a victim whose
+// reports do not predict it (none, too few, too irregular), whose
+// prediction lies further than the wait, or is overdue by more than a
+// quarter of the wait, is evicted now (ok false). running is walked in its
+// order.
 //
 // The wait must save enough: the work the victims would lose now, less
 // what they would have lost again by the last victim's checkpoint (a
@@ -126,12 +128,11 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		if !victims[rj.Job.ID] {
 			continue
 		}
-		ci, ok := observedInterval(rj, now)
+		p, ok := predictable(rj, now)
 		if !ok {
 			return Deferral{}, false
 		}
-		last := LastCheckpoint(rj, now)
-		next := last.Add(ci)
+		ci, last, next := p.Mean, LastCheckpoint(rj, now), p.Next
 		if next.Sub(now) > wait || now.Sub(next) > grace {
 			return Deferral{}, false
 		}

@@ -20,10 +20,10 @@ func TestRestartCost(t *testing.T) {
 	}
 	running := func(ckpt, overhead time.Duration, reported time.Time) cycle.RunningJob {
 		return cycle.RunningJob{
-			Job:            &workload.Job{ID: "j", CheckpointInterval: ckpt, RestartOverhead: overhead},
-			Pods:           []cycle.PodBind{gpuPod(0, 8), gpuPod(1, 8)},
-			Start:          t0,
-			LastCheckpoint: reported,
+			Job:         &workload.Job{ID: "j", CheckpointInterval: ckpt, RestartOverhead: overhead},
+			Pods:        []cycle.PodBind{gpuPod(0, 8), gpuPod(1, 8)},
+			Start:       t0,
+			Checkpoints: cycle.Checkpoints{}.Add(reported),
 		}
 	}
 	cases := []struct {
@@ -43,6 +43,8 @@ func TestRestartCost(t *testing.T) {
 		{"only the named pods", running(0, 0, time.Time{}), []workload.PodRef{{Job: "j", Index: 1}}, t0.Add(time.Hour), 8 * 3600},
 		{"before the first checkpoint: all since start, overhead included", running(30*time.Minute, 10*time.Minute, time.Time{}), nil,
 			t0.Add(20 * time.Minute), 16 * (20*60 + 10*60)},
+		{"a report from before this run's start is no checkpoint of it", running(30*time.Minute, 0, t0.Add(-time.Minute)), nil,
+			t0.Add(time.Hour), 16 * 3600},
 		{"before start: only the overhead", running(0, 5*time.Minute, time.Time{}), nil, t0.Add(-time.Minute), 16 * 5 * 60},
 	}
 	for _, c := range cases {

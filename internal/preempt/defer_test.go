@@ -14,71 +14,88 @@ import (
 func TestDeferToCheckpoint(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0).UTC()
 	mins := func(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }
-	// running is a one-pod, 2-GPU job started at t0.
-	running := func(id string, ckpt time.Duration, reported time.Time) cycle.RunningJob {
-		j := &workload.Job{ID: workload.JobID(id), CheckpointInterval: ckpt}
+	// running is a one-pod, 2-GPU job that started at start (minutes after
+	// t0), declares a 10-minute checkpoint interval (which must not matter)
+	// and reported checkpoints at the given minutes after t0.
+	running := func(id string, start float64, reports ...float64) cycle.RunningJob {
+		j := &workload.Job{ID: workload.JobID(id), CheckpointInterval: 10 * time.Minute}
 		a := cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: workload.MilliPerGPU}, {Device: 1, Milli: workload.MilliPerGPU}}}
-		return cycle.RunningJob{Job: j, Start: t0, LastCheckpoint: reported,
+		rj := cycle.RunningJob{Job: j, Start: t0.Add(mins(start)),
 			Pods: []cycle.PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, Alloc: a}}}}
+		for _, m := range reports {
+			rj.Checkpoints = rj.Checkpoints.Add(t0.Add(mins(m)))
+		}
+		return rj
 	}
 	cases := map[string]struct {
 		running []cycle.RunningJob
-		now     time.Duration // since t0
+		now     float64 // minutes after t0
 		wait    time.Duration
 		want    Deferral
 		wantOK  bool
 	}{
-		// Checkpoints are only known once reported (issue 17): a victim is
-		// waited for when its reported intervals predict its next.
-		"checkpoint in 5 min: wait for it, save 25 min on 2 GPUs": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(85),
-			want: Deferral{Retry: t0.Add(mins(90) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
+		// Only reported checkpoints count (issue 17): a victim is waited for
+		// when its own intervals predict its next.
+		"regular reporter, checkpoint in 5 min: wait for it, save 25 min on 2 GPUs": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90)}, now: 115,
+			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
 		},
-		// a saves 25 min now but checkpoints at 90 and has lost 10 again
-		// by b's checkpoint at 100.
+		"its own mean interval, not the declared one": {
+			running: []cycle.RunningJob{running("a", 0, 35, 70, 105)}, now: 125,
+			want: Deferral{Retry: t0.Add(mins(140) + time.Second), Saved: 2 * mins(20).Seconds()}, wantOK: true,
+		},
+		"a jittered but regular reporter is predicted by its mean": {
+			running: []cycle.RunningJob{running("a", 0, 28, 60, 89, 121)}, now: 140,
+			want: Deferral{Retry: t0.Add(mins(152) + time.Second), Saved: 2 * mins(19).Seconds()}, wantOK: true,
+		},
+		// a checkpoints at 120 and has lost 5 min again by b's at 125.
 		"the latest victim's checkpoint decides": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60))), running("b", mins(20), t0.Add(mins(80)))}, now: mins(85),
-			want: Deferral{Retry: t0.Add(mins(100) + time.Second), Saved: 2*mins(15).Seconds() + 2*mins(5).Seconds()}, wantOK: true,
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), running("b", 0, 45, 65, 85, 105)}, now: 115,
+			want: Deferral{Retry: t0.Add(mins(125) + time.Second), Saved: 2*mins(20).Seconds() + 2*mins(10).Seconds()}, wantOK: true,
+		},
+		"irregular reporter (40, 10, 40 min): evicted now": {
+			running: []cycle.RunningJob{running("a", 0, 10, 50, 60, 100)}, now: 125,
+		},
+		"one interval says nothing of its regularity: evicted now": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60)}, now: 85,
+		},
+		"nothing reported: evicted now": {
+			running: []cycle.RunningJob{running("a", 0)}, now: 85,
+		},
+		"a victim that reported nothing among regular ones: evicted now": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), running("b", 0)}, now: 115,
+		},
+		"reports of an earlier run do not count": {
+			running: []cycle.RunningJob{running("a", 100, 30, 60, 90)}, now: 115,
 		},
 		// Waiting for the checkpoint in 10 min would, 1 s after it, wait
 		// for the next one again: the preemption would never come.
 		"checkpoints every 10 min, reported 1 s ago: evicted now": {
-			running: []cycle.RunningJob{running("a", mins(10), t0.Add(mins(60)))}, now: mins(60) + time.Second,
+			running: []cycle.RunningJob{running("a", 0, 40, 50, 60)}, now: 60 + 1.0/60,
 		},
 		"early in its interval (1 of 10 min lost): evicted now": {
-			running: []cycle.RunningJob{running("a", mins(10), t0.Add(mins(60)))}, now: mins(61),
+			running: []cycle.RunningJob{running("a", 0, 40, 50, 60)}, now: 61,
 		},
 		// a and b checkpoint in turn: by b's checkpoint a has lost again
 		// what it would save now.
 		"interleaved checkpoints save nothing: evicted now": {
-			running: []cycle.RunningJob{running("a", mins(10), t0.Add(mins(60))), running("b", mins(10), t0.Add(mins(55)))}, now: mins(60) + time.Second,
+			running: []cycle.RunningJob{running("a", 0, 40, 50, 60), running("b", 0, 35, 45, 55)}, now: 60 + 1.0/60,
 		},
-		"its own intervals, not the declared one": {
-			running: []cycle.RunningJob{running("a", mins(35), t0.Add(mins(80)))}, now: mins(100),
-			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2 * mins(20).Seconds()}, wantOK: true,
+		"the wait is bounded: a checkpoint further away than the wait is not waited for": {
+			running: []cycle.RunningJob{running("a", 0, 60, 120, 180)}, now: 185,
 		},
-		"one report predicts from the span since start": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(40)))}, now: mins(65),
-			want: Deferral{Retry: t0.Add(mins(80) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
-		},
-		"nothing reported: evicted now": {
-			running: []cycle.RunningJob{running("a", mins(30), time.Time{})}, now: mins(25),
-		},
-		"a victim that never checkpoints is evicted now": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60))), running("b", 0, time.Time{})}, now: mins(85),
-		},
-		"checkpoint further away than the wait": {
-			running: []cycle.RunningJob{running("a", mins(60), t0.Add(mins(120)))}, now: mins(125),
+		"a shorter configured wait bounds it too": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90)}, now: 110, wait: mins(5),
 		},
 		"a negative wait never defers": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(85), wait: -1,
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90)}, now: 115, wait: -1,
 		},
 		"a late checkpoint within the grace: look again soon": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(93),
-			want: Deferral{Retry: t0.Add(mins(93) + mins(2.5)), Saved: 2 * mins(33).Seconds()}, wantOK: true,
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90)}, now: 123,
+			want: Deferral{Retry: t0.Add(mins(123) + mins(2.5)), Saved: 2 * mins(33).Seconds()}, wantOK: true,
 		},
 		"a checkpoint overdue past the grace is not waited for": {
-			running: []cycle.RunningJob{running("a", mins(30), t0.Add(mins(60)))}, now: mins(100),
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90)}, now: 130,
 		},
 	}
 	for name, tc := range cases {
@@ -87,7 +104,7 @@ func TestDeferToCheckpoint(t *testing.T) {
 			for _, rj := range tc.running {
 				victims[rj.Job.ID] = true
 			}
-			got, ok := DeferToCheckpoint(tc.running, victims, t0.Add(tc.now), tc.wait)
+			got, ok := DeferToCheckpoint(tc.running, victims, t0.Add(mins(tc.now)), tc.wait)
 			if ok != tc.wantOK {
 				t.Fatalf("DeferToCheckpoint ok = %v, want %v (%+v)", ok, tc.wantOK, got)
 			}

@@ -114,6 +114,11 @@ type Room struct {
 	// started only after waiting past the starvation age: priority
 	// preemption leaves it alone.
 	StartedStarved func(cycle.RunningJob) bool
+	// Remaining, set by the engine from backfill's estimates, is how long
+	// a running job is expected to run on; ok is false when nothing
+	// predicts it. Priority preemption must be worth its cost
+	// (WorthEvicting).
+	Remaining func(cycle.RunningJob) (left time.Duration, ok bool)
 }
 
 // NewRoom sets up one cycle's preemption on the ledger l, placing as scorer
@@ -304,6 +309,9 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		return placement.Result{}, nil, "preemption: " + r.Why
 	}
 	if strategy == LeastLost {
+		if ok, why := m.worthEvicting(pj.Job.GPUs(), units, kinds, r.Victims); !ok {
+			return placement.Result{}, nil, why
+		}
 		if why := m.deferToCheckpoint(units, r.Victims); why != "" {
 			return placement.Result{}, nil, why
 		}

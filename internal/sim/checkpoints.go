@@ -37,9 +37,9 @@ func newCkptSchedule(j Job) *ckptSchedule {
 	return &ckptSchedule{m: m, rng: rand.New(rand.NewPCG(m.Seed, h.Sum64()))}
 }
 
-// saved is the work saved by the last checkpoint at or before work.
-func (c *ckptSchedule) saved(work time.Duration) time.Duration {
-	for len(c.times) == 0 || c.times[len(c.times)-1] <= work {
+// between is the checkpoints at work in (after, upTo], ascending.
+func (c *ckptSchedule) between(after, upTo time.Duration) []time.Duration {
+	for len(c.times) == 0 || c.times[len(c.times)-1] <= upTo {
 		last := time.Duration(0)
 		if n := len(c.times); n > 0 {
 			last = c.times[n-1]
@@ -47,9 +47,7 @@ func (c *ckptSchedule) saved(work time.Duration) time.Duration {
 		step := float64(c.m.Every) * (1 + c.m.Jitter*(2*c.rng.Float64()-1))
 		c.times = append(c.times, last+max(time.Second, time.Duration(step)))
 	}
-	i := sort.Search(len(c.times), func(i int) bool { return c.times[i] > work })
-	if i == 0 {
-		return 0
-	}
-	return c.times[i-1]
+	lo := sort.Search(len(c.times), func(i int) bool { return c.times[i] > after })
+	hi := sort.Search(len(c.times), func(i int) bool { return c.times[i] > upTo })
+	return c.times[lo:hi]
 }

@@ -135,38 +135,65 @@ func (r *replay) unbind(jr *jobRun, ref workload.PodRef, useful bool) {
 // checkpoints saved (in runtime units) and the wall time thrown away.
 func (r *replay) progress(jr *jobRun, now time.Time) (saved, lost time.Duration) {
 	ran := now.Sub(jr.start)
-	if !jr.hungAt.IsZero() && jr.hungAt.Before(now) {
-		now = jr.hungAt // a hung gang made no progress since
+	slow, frac := jr.speed()
+	work := jr.workAt(now)
+	if work <= 0 {
+		return 0, ran
 	}
-	slow, frac := jr.slow, jr.frac
+	if taken := jr.checkpointsTaken(0, work); len(taken) > 0 {
+		saved = taken[len(taken)-1]
+	}
+	if left := jr.job.Runtime - jr.workDone; jr.job.Runtime > 0 && saved > left {
+		saved = left
+	}
+	return saved, max(0, ran-time.Duration(float64(saved)*slow/frac))
+}
+
+// speed is the current run's slowdown and pod share, 1 when unset.
+func (jr *jobRun) speed() (slow, frac float64) {
+	slow, frac = jr.slow, jr.frac
 	if slow <= 0 {
 		slow = 1
 	}
 	if frac <= 0 {
 		frac = 1
 	}
+	return slow, frac
+}
+
+// workAt is the work done in the current run by now, in runtime units: a
+// hung gang made no progress since it hung.
+func (jr *jobRun) workAt(now time.Time) time.Duration {
+	if !jr.hungAt.IsZero() && jr.hungAt.Before(now) {
+		now = jr.hungAt
+	}
+	slow, frac := jr.speed()
 	work := jr.segDone
 	if now.After(jr.segStart) {
 		work += time.Duration(float64(now.Sub(jr.segStart)) / slow * frac)
 	}
-	if work <= 0 {
-		return 0, ran
-	}
+	return work
+}
+
+// checkpointsTaken is the work, in runtime units of the current run, at
+// which the job's true checkpoints fall in (after, upTo]: its own jittered
+// schedule (Job.Checkpoints), else every declared interval (the oracle of
+// traces that model no schedule).
+func (jr *jobRun) checkpointsTaken(after, upTo time.Duration) []time.Duration {
 	switch ci := jr.job.CheckpointInterval; {
 	case jr.job.Checkpoints.Every > 0:
-		// The job's true schedule: the scheduler learns of each checkpoint
-		// only once it is taken (runningJob reports the last one).
 		if jr.ckpt == nil {
 			jr.ckpt = newCkptSchedule(jr.job)
 		}
-		saved = jr.ckpt.saved(work)
+		return jr.ckpt.between(after, upTo)
 	case ci > 0:
-		saved = work / ci * ci
+		var out []time.Duration
+		for w := (after/ci + 1) * ci; w <= upTo; w += ci {
+			out = append(out, w)
+		}
+		return out
 	}
-	if left := jr.job.Runtime - jr.workDone; jr.job.Runtime > 0 && saved > left {
-		saved = left
-	}
-	return saved, max(0, ran-time.Duration(float64(saved)*slow/frac))
+	return nil
 }
 
 // sortedRefs lists a job's bound pods in pod order.

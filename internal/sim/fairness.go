@@ -150,7 +150,7 @@ func gpuMilli(a cycle.Amounts) int64 {
 
 func (f *fairness) summarise(s *metrics.Summary, span float64) {
 	if f == nil || !f.reported {
-		// A scheduler that knows no queues (the baselines) reports no
+		// A scheduler that knows no queues (kube, kube-gang) reports no
 		// standing: its fairness is not measured, rather than shown as 1.
 		return
 	}

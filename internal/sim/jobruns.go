@@ -9,6 +9,7 @@ import (
 func (r *replay) startJob(jr *jobRun, now time.Time) {
 	jr.started, jr.start = true, now
 	jr.partialSince = time.Time{}
+	jr.reported, jr.reportedWork = nil, 0
 	jr.runOverhead = jr.job.RestartOverhead
 	if jr.paused && r.inj != nil && r.inj.m.ReplaceOverhead >= 0 {
 		jr.runOverhead = r.inj.m.ReplaceOverhead
@@ -74,6 +75,7 @@ func (r *replay) scheduleFinish(jr *jobRun) {
 // into idle capacity, or shrunk for a waiting job): the work of the old
 // share is banked and the rest runs at the new share.
 func (r *replay) resize(jr *jobRun, now time.Time) {
+	jr.report(now) // at the old share's speed
 	if now.After(jr.segStart) {
 		jr.segDone += time.Duration(float64(now.Sub(jr.segStart)) / jr.slow * jr.frac)
 		jr.segStart = now
@@ -88,25 +90,36 @@ func (r *replay) resize(jr *jobRun, now time.Time) {
 }
 
 // runningJob is the engine's view of a started job. The simulated training
-// loop reports its last checkpoint, as the corral.dev/last-checkpoint
-// annotation does in a cluster.
+// loop reports each checkpoint once taken, as a cluster sees the
+// corral.dev/last-checkpoint annotation change.
 func (r *replay) runningJob(jr *jobRun, now time.Time) engine.RunningJob {
 	rj := engine.RunningJob{Job: jr.job.Job, Start: jr.start}
 	for _, ref := range sortedRefs(jr.bound) {
 		rj.Pods = append(rj.Pods, jr.bound[ref])
 	}
-	if saved, _ := r.progress(jr, now); saved > 0 {
-		overhead := time.Duration(0)
-		if jr.restarts > 0 {
-			overhead = jr.job.RestartOverhead
-		}
-		slow := jr.slow
-		if slow <= 0 {
-			slow = 1
-		}
-		rj.LastCheckpoint = jr.start.Add(overhead + time.Duration(float64(saved)*slow))
-	}
+	jr.report(now)
+	rj.Checkpoints = jr.reported
 	return rj
+}
+
+// report adds the checkpoints the current run has taken by now to what it
+// reported: each at the wall time its work was reached in the current
+// share (resize reports before the share changes, so none is converted at
+// the wrong speed).
+func (jr *jobRun) report(now time.Time) {
+	if !jr.started {
+		return
+	}
+	work := jr.workAt(now)
+	if work <= jr.reportedWork {
+		return
+	}
+	slow, frac := jr.speed()
+	for _, w := range jr.checkpointsTaken(jr.reportedWork, work) {
+		at := jr.segStart.Add(time.Duration(float64(w-jr.segDone) * slow / frac))
+		jr.reported = jr.reported.Add(at)
+	}
+	jr.reportedWork = work
 }
 
 // stopRunning takes the job out of the running list.

@@ -66,8 +66,12 @@ type jobRun struct {
 	// partialSince is when the job's first pod started while the rest had
 	// not (its rendezvous began); zero when it holds no pod or runs.
 	partialSince time.Time
-	// ckpt is the job's true checkpoint schedule (Job.Checkpoints).
-	ckpt *ckptSchedule
+	// ckpt is the job's true checkpoint schedule (Job.Checkpoints);
+	// reported the checkpoints of the current run the scheduler has been
+	// told of, up to reportedWork (in runtime units).
+	ckpt         *ckptSchedule
+	reported     cycle.Checkpoints
+	reportedWork time.Duration
 }
 
 type replay struct {

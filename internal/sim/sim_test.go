@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/corral-dev/corral/internal/baseline"
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/internal/metrics"
@@ -199,7 +200,9 @@ func TestReplayWithQueuesMeasuresFairnessAndLostWork(t *testing.T) {
 	for _, j := range tr.Jobs {
 		in.Jobs = append(in.Jobs, Job{Job: j.Job, Runtime: j.Runtime})
 	}
-	for _, pol := range []engine.Policy{engine.Corral, engine.CorralNewest} {
+	// kueue-tas models ClusterQueues and reports their standing too, so its
+	// Jain's index is measured beside corral's (issue 17).
+	for _, pol := range []engine.Policy{engine.Corral, engine.CorralNewest, baseline.KueueTASName} {
 		res, _, err := Run(in, Config{Policy: pol, Protocol: Replay, Seed: 5, Clock: fakeClock()})
 		if err != nil {
 			t.Fatal(err)

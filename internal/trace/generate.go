@@ -106,13 +106,18 @@ type genParams struct {
 	// ckptSpread and ckptJitter shape the true checkpoints (0 and 0: the
 	// declared interval exactly).
 	ckptSpread, ckptJitter float64
+	// users per queue (0: jobs name no user) and how far a user's runtimes
+	// stray from the user's scale (genusers.go).
+	users      int
+	userSpread float64
 }
 
 // parseGen reads "gen:llm?jobs=2000&load=0.9&seed=7"; parameters given in
 // the spec win over opt, which wins over the defaults.
 func parseGen(spec string, opt Options) (genParams, error) {
 	p := genParams{jobs: defaultGenJobs, load: defaultGenLoad, seed: opt.Seed, est: estModel,
-		declared: defaultDeclared, ckptSpread: defaultCkptSpread, ckptJitter: defaultCkptJitter}
+		declared: defaultDeclared, ckptSpread: defaultCkptSpread, ckptJitter: defaultCkptJitter,
+		users: defaultUsers, userSpread: defaultUserSpread}
 	if opt.Jobs > 0 {
 		p.jobs = opt.Jobs
 	}
@@ -149,6 +154,10 @@ func parseGen(spec string, opt Options) (genParams, error) {
 			p.ckptSpread, err = strconv.ParseFloat(v, 64)
 		case "ckptjitter":
 			p.ckptJitter, err = strconv.ParseFloat(v, 64)
+		case "users":
+			p.users, err = strconv.Atoi(v)
+		case "userspread":
+			p.userSpread, err = strconv.ParseFloat(v, 64)
 		case "est":
 			switch v {
 			case estModel, estNone, estHours, estExact:
@@ -170,7 +179,7 @@ func parseGen(spec string, opt Options) (genParams, error) {
 				p.restart = d
 			}
 		default:
-			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed, late, ckpt, restart, est, declared, ckptspread, ckptjitter)", spec, k)
+			return p, fmt.Errorf("%s: unknown parameter %q (known: jobs, load, seed, late, ckpt, restart, est, declared, ckptspread, ckptjitter, users, userspread)", spec, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("%s: %s=%q is not a number", spec, k, v)
@@ -178,6 +187,12 @@ func parseGen(spec string, opt Options) (genParams, error) {
 	}
 	if p.jobs <= 0 || p.jobs > 1_000_000 {
 		return p, fmt.Errorf("%s: jobs=%d: want 1..1000000", spec, p.jobs)
+	}
+	if p.users < 0 || p.users > 10_000 {
+		return p, fmt.Errorf("%s: users=%d: want 0..10000 users per queue (0: none)", spec, p.users)
+	}
+	if !(p.userSpread > 0 && p.userSpread <= 100) {
+		return p, fmt.Errorf("%s: userspread=%g: want a standard deviation of ln(runtime) in (0, 100]", spec, p.userSpread)
 	}
 	if !(p.late >= 0 && p.late < 1) {
 		return p, fmt.Errorf("%s: late=%g: want a share of the span in [0, 1)", spec, p.late)
@@ -242,10 +257,14 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 	if p.ckptSpread != defaultCkptSpread || p.ckptJitter != defaultCkptJitter {
 		t.Name += fmt.Sprintf("&ckptspread=%g&ckptjitter=%g", p.ckptSpread, p.ckptJitter)
 	}
+	if p.users != defaultUsers || p.userSpread != defaultUserSpread {
+		t.Name += fmt.Sprintf("&users=%d&userspread=%g", p.users, p.userSpread)
+	}
 	// What users declare and how jobs really checkpoint come from a second
 	// stream with a fixed number of draws per job, so that every est and
 	// ckpt setting gives the same jobs, sizes, runtimes and arrivals.
 	info := rand.New(rand.NewPCG(uint64(p.seed), 0x696e666f)) // "info"
+	users := newUserModel(p.seed, llmQueues, p.users, p.userSpread, runtimes)
 
 	var work float64 // GPU-seconds offered
 	for i := 0; i < p.jobs; i++ {
@@ -256,6 +275,9 @@ func genLLM(p genParams, c *ClusterSpec, runtimes []time.Duration) (*Trace, erro
 			Queue:       llmQueues[rng.IntN(len(llmQueues))],
 			Preemptible: true,
 			Source:      fmt.Sprintf("%s:%d", t.Name, i),
+		}
+		if users != nil {
+			j.User = users.user(j.Queue, runtime)
 		}
 		declares, accuracy, spread, _ := info.Float64(), info.Float64(), info.Float64(), info.Float64()
 		switch p.est {
@@ -387,69 +409,6 @@ func (s *llmShape) podSets(j *workload.Job, size int) {
 	case s.preferred != "":
 		j.Topology.Preferred = s.preferred
 	}
-}
-
-// sizeDist draws job sizes.
-type sizeDist struct {
-	sizes []int
-	cdf   []float64
-	mean  float64
-}
-
-func (d sizeDist) draw(rng *rand.Rand) int {
-	u := rng.Float64()
-	i, _ := slices.BinarySearch(d.cdf, u)
-	return d.sizes[min(i, len(d.sizes)-1)]
-}
-
-// powerOfTwoSizes is P(size = 2^k) proportional to r^k for 2^k <= maxSize,
-// with r found by bisection so that the mean is target: one parameter that
-// gives many small jobs and a long tail of large ones, as Kalos reports. For
-// maxSize 1024 and target 26.8, r is about 0.685: 32% of jobs take one GPU,
-// 79% fit in one 8-GPU node, and 0.7% take 1,024.
-func powerOfTwoSizes(maxSize int, target float64) sizeDist {
-	var sizes []int
-	for s := 1; s <= maxSize; s *= 2 {
-		sizes = append(sizes, s)
-	}
-	mean := func(r float64) float64 {
-		var w, m, rk float64 = 0, 0, 1
-		for _, s := range sizes {
-			w += rk
-			m += rk * float64(s)
-			rk *= r
-		}
-		return m / w
-	}
-	lo, hi := 1e-9, 1e3
-	for range 200 {
-		mid := (lo + hi) / 2
-		if mean(mid) < target {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	r := (lo + hi) / 2
-	d := sizeDist{sizes: sizes, mean: mean(r)}
-	var w, rk float64 = 0, 1
-	for range sizes {
-		w += rk
-		d.cdf = append(d.cdf, w)
-		rk *= r
-	}
-	for i := range d.cdf {
-		d.cdf[i] /= w
-	}
-	return d
-}
-
-func floorPow2(n int) int {
-	p := 1
-	for p*2 <= n {
-		p *= 2
-	}
-	return p
 }
 
 // philly reads the embedded Philly runtimes, zeros dropped, capped at a week,

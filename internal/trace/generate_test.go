@@ -177,7 +177,9 @@ func TestGenErrors(t *testing.T) {
 	}{
 		"no cluster":        {"gen:llm", Options{}, "gen:llm: the generator sizes jobs to a cluster: give one"},
 		"unknown generator": {"gen:hpc", Options{Cluster: c}, `unknown generator "gen:hpc" (known: gen:llm, gen:mig)`},
-		"unknown parameter": {"gen:llm?size=3", Options{Cluster: c}, `gen:llm?size=3: unknown parameter "size" (known: jobs, load, seed, late, ckpt, restart, est, declared, ckptspread, ckptjitter)`},
+		"unknown parameter": {"gen:llm?size=3", Options{Cluster: c}, `gen:llm?size=3: unknown parameter "size" (known: jobs, load, seed, late, ckpt, restart, est, declared, ckptspread, ckptjitter, users, userspread)`},
+		"bad users":         {"gen:llm?users=-1", Options{Cluster: c}, `gen:llm?users=-1: users=-1: want 0..10000 users per queue (0: none)`},
+		"bad user spread":   {"gen:llm?userspread=0", Options{Cluster: c}, `gen:llm?userspread=0: userspread=0: want a standard deviation of ln(runtime) in (0, 100]`},
 		"bad est":           {"gen:llm?est=always", Options{Cluster: c}, `gen:llm?est=always: est="always": want model, none, hours or exact`},
 		"bad share":         {"gen:llm?declared=2", Options{Cluster: c}, `gen:llm?declared=2: declared=2: want a share in [0, 1]`},
 		"bad number":        {"gen:llm?jobs=many", Options{Cluster: c}, `gen:llm?jobs=many: jobs="many" is not a number`},

@@ -16,7 +16,7 @@ import (
 // first row's text exactly.
 var (
 	jobColumns = []string{
-		"submit", "queue", "priority", "min_members", "required_level", "preferred_level",
+		"submit", "queue", "user", "priority", "min_members", "required_level", "preferred_level",
 		"runtime", "expected_runtime", "checkpoint_interval", "preemptible",
 	}
 	podSetColumns = []string{"pod_set", "count", "cpu_milli", "memory_mib", "gpus", "gpu_milli", "models",
@@ -103,6 +103,7 @@ func csvJobHead(f *csvFile) (Job, error) {
 	j := &workload.Job{
 		ID:     workload.JobID(f.str("job")),
 		Queue:  f.str("queue"),
+		User:   f.str("user"),
 		Source: fmt.Sprintf("%s:%d", f.name, line),
 	}
 	if j.Queue == "" {
@@ -263,7 +264,7 @@ func WriteJobTraceCSV(w io.Writer, jobs []Job) error {
 			row = append(row, string(j.ID))
 			if i == 0 {
 				row = append(row,
-					secondsText(j.Submit.Sub(Epoch)), j.Queue, strconv.Itoa(int(j.Priority)),
+					secondsText(j.Submit.Sub(Epoch)), j.Queue, j.User, strconv.Itoa(int(j.Priority)),
 					strconv.Itoa(j.MinMembers), j.Topology.Required, j.Topology.Preferred,
 					secondsText(j.Runtime), secondsText(j.ExpectedRuntime), secondsText(j.CheckpointInterval),
 					strconv.FormatBool(j.Preemptible))

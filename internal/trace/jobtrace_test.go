@@ -160,7 +160,7 @@ func TestReadJobTraceCSVErrors(t *testing.T) {
 	ok := jobCSVRow()
 	cases := map[string]struct{ doc, want string }{
 		"missing column":      {"job,count\nj1,1\n", `t.csv:1: missing column "submit"`},
-		"unknown column":      {"job,submit,gpu\n", `t.csv:1: unknown column "gpu" (known: job,submit,queue,priority,min_members,required_level,preferred_level,runtime,expected_runtime,checkpoint_interval,preemptible,pod_set,count,cpu_milli,memory_mib,gpus,gpu_milli,models,gpu_memory_mib,mig_profile)`},
+		"unknown column":      {"job,submit,gpu\n", `t.csv:1: unknown column "gpu" (known: job,submit,queue,user,priority,min_members,required_level,preferred_level,runtime,expected_runtime,checkpoint_interval,preemptible,pod_set,count,cpu_milli,memory_mib,gpus,gpu_milli,models,gpu_memory_mib,mig_profile)`},
 		"negative GPUs":       {jobCSV(ok.set("gpus", "-1")), `t.csv:2: gpus: negative value -1`},
 		"fraction above 1000": {jobCSV(ok.set("gpu_milli", "1001")), `t.csv:2: gpu_milli: 1001 is above one GPU (1000)`},
 		"fraction of 2 GPUs":  {jobCSV(ok.set("gpus", "2", "gpu_milli", "500")), `t.csv:2: gpu_milli: 500 with gpus 2: a fraction applies to exactly one GPU`},
@@ -179,7 +179,7 @@ func TestReadJobTraceCSVErrors(t *testing.T) {
 		"job columns differ":  {jobCSV(ok, ok.set("pod_set", "b", "queue", "q")), `t.csv:3: queue: "q" differs from "" on the job's first line 2`},
 		"rows not together":   {jobCSV(ok, ok.set("job", "j2"), ok.set("pod_set", "b")), `t.csv:4: job: job "j1" already started on line 2: rows of one job must be consecutive`},
 		"same pod set twice":  {jobCSV(ok, ok), `t.csv:3: pod_set: job "j1" has two pod sets named "main"`},
-		"wrong field count":   {jobCSV(ok) + "j2,0\n", `t.csv:3: 2 fields where the header has 20`},
+		"wrong field count":   {jobCSV(ok) + "j2,0\n", `t.csv:3: 2 fields where the header has 21`},
 		"empty file":          {"", `t.csv: empty file: want a header row`},
 		"memory and milli":    {jobCSV(ok.set("gpu_milli", "500", "gpu_memory_mib", "4096")), `t.csv:2: gpu_memory_mib: 4096 MiB with gpu_milli 500: ask a share by memory or by milli, not both`},
 		"memory of 2 GPUs":    {jobCSV(ok.set("gpus", "2", "gpu_memory_mib", "4096")), `t.csv:2: gpu_memory_mib: a share of one GPU needs gpus 1, not 2`},

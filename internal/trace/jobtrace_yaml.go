@@ -19,6 +19,7 @@ type jobYAML struct {
 	ID                 string       `yaml:"id"`
 	Submit             *float64     `yaml:"submit"`
 	Queue              string       `yaml:"queue"`
+	User               string       `yaml:"user"`
 	Priority           int32        `yaml:"priority"`
 	MinMembers         int          `yaml:"min_members"`
 	RequiredLevel      string       `yaml:"required_level"`
@@ -79,6 +80,7 @@ func yamlJob(doc *yamlDoc, y *jobYAML, i int) (Job, error) {
 	j := &workload.Job{
 		ID:          workload.JobID(y.ID),
 		Queue:       y.Queue,
+		User:        y.User,
 		Priority:    y.Priority,
 		MinMembers:  y.MinMembers,
 		Topology:    workload.Topology{Required: y.RequiredLevel, Preferred: y.PreferredLevel},

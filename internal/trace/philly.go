@@ -199,7 +199,7 @@ func phillyToJob(pj phillyJob, seen map[string]int, line int) (*workload.Job, ti
 	if queue == "" {
 		queue = "default"
 	}
-	return &workload.Job{ID: workload.JobID(id), Queue: queue, PodSets: sets}, submit, runtime, nil
+	return &workload.Job{ID: workload.JobID(id), Queue: queue, User: strings.TrimSpace(pj.User), PodSets: sets}, submit, runtime, nil
 }
 
 // phillyTime reads a Philly time; null, "", "None" and "NA" are the zero

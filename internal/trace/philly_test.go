@@ -25,16 +25,16 @@ func TestPhillyExample(t *testing.T) {
 	}
 	want := []Job{
 		// Retried once: the second attempt, on two 8-GPU machines, is replayed.
-		{Runtime: 12 * time.Hour, Job: &workload.Job{ID: "application_1_0001", Queue: "vc-a", Submit: at(0),
+		{Runtime: 12 * time.Hour, Job: &workload.Job{ID: "application_1_0001", Queue: "vc-a", User: "u1", Submit: at(0),
 			PodSets: []workload.PodSet{gpus("gpus-8", 2, 8)}}},
-		{Runtime: 30 * time.Minute, Job: &workload.Job{ID: "application_1_0002", Queue: "vc-b", Submit: at(9 * time.Minute),
+		{Runtime: 30 * time.Minute, Job: &workload.Job{ID: "application_1_0002", Queue: "vc-b", User: "u2", Submit: at(9 * time.Minute),
 			PodSets: []workload.PodSet{gpus("gpus-1", 1, 1)}}},
 		// application_1_0003 never ran. 0004's last attempt is a logging
 		// gap: the one before it is the run.
-		{Runtime: 2 * time.Hour, Job: &workload.Job{ID: "application_1_0004", Queue: "vc-a", Submit: at(30 * time.Minute),
+		{Runtime: 2 * time.Hour, Job: &workload.Job{ID: "application_1_0004", Queue: "vc-a", User: "u3", Submit: at(30 * time.Minute),
 			PodSets: []workload.PodSet{gpus("gpus-8", 1, 8), gpus("gpus-4", 1, 4)}}},
 		// Running when the log was cut: runs to the end.
-		{Runtime: 0, Job: &workload.Job{ID: "application_1_0005", Queue: "vc-c", Submit: at(119 * time.Minute),
+		{Runtime: 0, Job: &workload.Job{ID: "application_1_0005", Queue: "vc-c", User: "u4", Submit: at(119 * time.Minute),
 			PodSets: []workload.PodSet{gpus("gpus-2", 1, 2)}}},
 	}
 	if diff := cmp.Diff(want, tr.Jobs, ignorePlace); diff != "" {

@@ -16,7 +16,7 @@ import (
 // Slurm site replay its own history through corral:
 //
 //	sacct --allocations --parsable2 --starttime 2026-01-01 \
-//	  --format JobID,Submit,Start,End,State,NNodes,AllocTRES,Account,Partition,Timelimit > jobs.sacct
+//	  --format JobID,Submit,Start,End,State,NNodes,AllocTRES,Account,Partition,Timelimit,User > jobs.sacct
 //	corral sim --cluster my-cluster.yaml --trace jobs.sacct
 //
 // Each allocation becomes a job of NNodes pods (one per node, a gang: Slurm
@@ -25,7 +25,7 @@ import (
 // allocation holds what its steps use.
 var (
 	sacctRequired = []string{"JobID", "Submit", "Start", "End", "NNodes", "AllocTRES"}
-	sacctOptional = []string{"State", "Account", "Partition", "Timelimit", "JobName"}
+	sacctOptional = []string{"State", "Account", "Partition", "Timelimit", "JobName", "User"}
 )
 
 // IsSacct reports whether a file's first line is a sacct --parsable2 header.
@@ -141,6 +141,7 @@ func ReadSacct(r io.Reader, name string) (*Trace, error) {
 		j := &workload.Job{
 			ID:              workload.JobID(id),
 			Queue:           queue,
+			User:            get("User"),
 			ExpectedRuntime: limit,
 			PodSets:         []workload.PodSet{{Name: "main", Count: nodes, Request: req}},
 			Source:          fmt.Sprintf("%s:%d", name, line),

@@ -12,7 +12,7 @@ import (
 
 // TestSacctExample reads examples/sim/jobs.sacct: steps and the allocation
 // that never started are left out, resources are split per node, times
-// count from the first submit.
+// count from the first submit, the User column names the job's user.
 func TestSacctExample(t *testing.T) {
 	tr, err := LoadTrace("../../examples/sim/jobs.sacct", Options{})
 	if err != nil {
@@ -23,14 +23,14 @@ func TestSacctExample(t *testing.T) {
 		return []workload.PodSet{{Name: "main", Count: n, Request: workload.Request{CPUMilli: int64(cpus) * 1000, MemMiB: memMiB, GPUs: gpus}}}
 	}
 	want := []Job{
-		{Runtime: 12 * time.Hour, Job: &workload.Job{ID: "1001", Queue: "team-a", Submit: at(0), ExpectedRuntime: 24 * time.Hour,
+		{Runtime: 12 * time.Hour, Job: &workload.Job{ID: "1001", Queue: "team-a", User: "alice", Submit: at(0), ExpectedRuntime: 24 * time.Hour,
 			PodSets: pod(4, 64, 8, 512000)}},
-		{Runtime: 90 * time.Minute, Job: &workload.Job{ID: "1002", Queue: "team-b", Submit: at(10 * time.Minute), ExpectedRuntime: 2 * time.Hour,
+		{Runtime: 90 * time.Minute, Job: &workload.Job{ID: "1002", Queue: "team-b", User: "bob", Submit: at(10 * time.Minute), ExpectedRuntime: 2 * time.Hour,
 			PodSets: pod(1, 32, 4, 262144)}},
-		{Runtime: 4 * time.Hour, Job: &workload.Job{ID: "1004", Queue: "team-a", Submit: at(20 * time.Minute), ExpectedRuntime: 4 * time.Hour,
+		{Runtime: 4 * time.Hour, Job: &workload.Job{ID: "1004", Queue: "team-a", User: "alice", Submit: at(20 * time.Minute), ExpectedRuntime: 4 * time.Hour,
 			PodSets: pod(1, 8, 1, 65536)}},
 		// Still running when sacct ran: no end, so it runs to the end.
-		{Runtime: 0, Job: &workload.Job{ID: "1005", Queue: "team-b", Submit: at(time.Hour), ExpectedRuntime: 48 * time.Hour,
+		{Runtime: 0, Job: &workload.Job{ID: "1005", Queue: "team-b", User: "carol", Submit: at(time.Hour), ExpectedRuntime: 48 * time.Hour,
 			PodSets: pod(2, 32, 8, 262144)}},
 	}
 	if diff := cmp.Diff(want, tr.Jobs, ignorePlace); diff != "" {

@@ -322,9 +322,13 @@ type Job struct {
 	// Namespace is where the job was submitted (queues admit namespaces).
 	Namespace string
 	Queue     string
-	Priority  int32
-	Submit    time.Time
-	PodSets   []PodSet
+	// User is who submitted the job; empty when unknown. Runtime estimates
+	// learn per user (cycle.History): one user's jobs resemble each other
+	// more than a queue's do.
+	User     string
+	Priority int32
+	Submit   time.Time
+	PodSets  []PodSet
 	// MinMembers is the gang minimum: the job starts only when at least this
 	// many pods are placed at once. Zero means every pod (a strict gang).
 	MinMembers int

@@ -20,7 +20,7 @@ import (
 // the pods were created counts from the next cycle on.
 func TestPodAffinityNamespaceSelector(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	installCRDs(t, c)
+	framework.InstallCorralCRDs(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, n := range []string{"n0", "n1", "n2"} {
@@ -46,7 +46,7 @@ func TestPodAffinityNamespaceSelector(t *testing.T) {
 	startCorral(t, c)
 	create := func(ns, name string, labels map[string]string, node string, aff *corev1.Affinity) {
 		t.Helper()
-		spec := gpuPodSpec(1)
+		spec := framework.GPUPodSpec(1)
 		spec.Affinity = aff
 		if node != "" {
 			spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}

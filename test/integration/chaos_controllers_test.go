@@ -21,7 +21,7 @@ import (
 // in one rack, and no GPU is given twice.
 func TestChaosCorralKilledMidBindWithControllers(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.JobSet, framework.LeaderWorkerSet)
-	ns := namespace(t, c, "killctl-")
+	ns := framework.Namespace(t, c, "killctl-")
 	js := example(t, "jobset.yaml")
 	// kwok completes Job pods at once otherwise; these keep running.
 	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")

@@ -5,7 +5,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -161,8 +159,8 @@ func checkGangsInOneRack(t *testing.T, c *framework.Cluster, ns string) {
 // gang is half bound and restarted 3 s later on the same etcd.
 func TestChaosAPIServerKilledMidBind(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	addRacks(t, c, 2, 4)
-	ns := namespace(t, c, "apikill-")
+	framework.AddRacks(t, c, 2, 4)
+	ns := framework.Namespace(t, c, "apikill-")
 	for i := 0; i < 6; i++ {
 		createGangPod(t, c, ns, "big", i, 8)
 	}
@@ -184,8 +182,8 @@ func TestChaosAPIServerKilledMidBind(t *testing.T) {
 // half bound.
 func TestChaosEtcdPaused(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	addRacks(t, c, 2, 4)
-	ns := namespace(t, c, "etcdpause-")
+	framework.AddRacks(t, c, 2, 4)
+	ns := framework.Namespace(t, c, "etcdpause-")
 	for i := 0; i < 6; i++ {
 		createGangPod(t, c, ns, "big", i, 8)
 	}
@@ -212,12 +210,12 @@ func TestChaosEtcdPaused(t *testing.T) {
 // gang; the old leader, resumed, must write nothing.
 func TestChaosStaleLeaderWritesNothing(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	addRacks(t, c, 2, 4)
+	framework.AddRacks(t, c, 2, 4)
 	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "corral-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t, c, "stale-")
+	ns := framework.Namespace(t, c, "stale-")
 	// A retry period long beside a renewal makes the pause land, most
 	// likely, between two renewals: the resumed leader then still believes
 	// it leads for a renew deadline (3 s) while client-go retries, which is
@@ -291,15 +289,15 @@ func TestChaosStaleLeaderWritesNothing(t *testing.T) {
 // tried twice and none fails.
 func TestChaosBurst(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	addRacks(t, c, 3, 8)
-	ns := namespace(t, c, "burst-")
+	framework.AddRacks(t, c, 3, 8)
+	ns := framework.Namespace(t, c, "burst-")
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	create := func(name, gang string, gpus int) {
 		defer wg.Done()
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": gang}},
-			Spec: gpuPodSpec(gpus)}
+			Spec: framework.GPUPodSpec(gpus)}
 		if gang != name {
 			p.Annotations = map[string]string{"corral.dev/gang": gang}
 		}
@@ -336,30 +334,6 @@ func TestChaosBurst(t *testing.T) {
 		}
 	}
 	checkAfterChaos(t, c, ns)
-}
-
-// startCorralOn runs corral in-process on the given client (the chaos tests'
-// fault-injecting one, or the cluster's) until stop.
-func startCorralOn(t *testing.T, c *framework.Cluster, client kubernetes.Interface, opts kube.Options) (s *kube.Scheduler, stop func()) {
-	t.Helper()
-	opts.CycleInterval = 200 * time.Millisecond
-	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	s, err := kube.New(client, c.Dynamic, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("scheduler: %v", err)
-		}
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return s, stop
 }
 
 // counters reads corral's binding counters from a registry, by name and

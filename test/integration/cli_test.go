@@ -32,9 +32,9 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files of TestC
 // ./test/integration/ -update rewrites the files.
 func TestCLIGolden(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	installCRDs(t, c)
-	createTopology(t, c, "rack")
-	addRacks(t, c, 2, 2)
+	framework.InstallCorralCRDs(t, c)
+	framework.CreateTopology(t, c, "rack")
+	framework.AddRacks(t, c, 2, 2)
 	ctx := context.Background()
 	for _, ns := range []string{"team-a", "team-b"} {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},

@@ -44,9 +44,9 @@ func controlPlaneWith(t *testing.T, racks, perRack int, names ...framework.Contr
 			t.Fatal(err)
 		}
 	}
-	installCRDs(t, c)
-	createTopology(t, c, "rack")
-	addRacks(t, c, racks, perRack)
+	framework.InstallCorralCRDs(t, c)
+	framework.CreateTopology(t, c, "rack")
+	framework.AddRacks(t, c, racks, perRack)
 	return c
 }
 
@@ -128,7 +128,7 @@ func neverBound(t *testing.T, c *framework.Cluster, ns, selector string, d time.
 // JobSet binds none of its pods.
 func TestJobSetGang(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.JobSet)
-	ns := namespace(t, c, "jobset-")
+	ns := framework.Namespace(t, c, "jobset-")
 	startCorral(t, c)
 	ctx := context.Background()
 
@@ -223,7 +223,7 @@ func TestJobSetGang(t *testing.T) {
 // with more child Jobs than racks binds nothing and says it never fits.
 func TestJobSetExclusive(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.JobSet)
-	ns := namespace(t, c, "jobset-excl-")
+	ns := framework.Namespace(t, c, "jobset-excl-")
 	startCorral(t, c)
 
 	// kwok completes Job pods at once unless the stage's delay annotation
@@ -290,7 +290,7 @@ func TestJobSetExclusive(t *testing.T) {
 // rack.
 func TestLeaderWorkerSetLeaderReady(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.LeaderWorkerSet)
-	ns := namespace(t, c, "lws-")
+	ns := framework.Namespace(t, c, "lws-")
 	startCorral(t, c)
 	create(t, c, ns, example(t, "leaderworkerset.yaml"))
 	eventually(t, 120*time.Second, "the LWS group of 4 bound in one rack", func() (bool, string) {
@@ -314,7 +314,7 @@ func TestLeaderWorkerSetLeaderReady(t *testing.T) {
 // workers that are placed as elastic members.
 func TestRayClusterGrows(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.KubeRay)
-	ns := namespace(t, c, "ray-")
+	ns := framework.Namespace(t, c, "ray-")
 	startCorral(t, c)
 	create(t, c, ns, example(t, "raycluster.yaml"))
 	sel := "ray.io/cluster=ray"
@@ -346,7 +346,7 @@ func TestRayClusterGrows(t *testing.T) {
 // lifecycle controller never marks them Ready=Unknown.
 func TestNodeLeasesRenewed(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	addRacks(t, c, 1, 1)
+	framework.AddRacks(t, c, 1, 1)
 	ctx := context.Background()
 	var first time.Time
 	eventually(t, 60*time.Second, "the node's Lease renewed", func() (bool, string) {

@@ -40,7 +40,7 @@ spec:
 // scheduler writes in the status.
 func TestCRDNamesAndPrinterColumns(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	installCRDs(t, c)
+	framework.InstallCorralCRDs(t, c)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "volcano.yaml"), []byte(volcanoQueueCRD), 0o644); err != nil {
 		t.Fatal(err)

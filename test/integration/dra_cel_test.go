@@ -29,7 +29,7 @@ func TestDRAFirstAvailableExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t, c, "dra-fa-")
+	ns := framework.Namespace(t, c, "dra-fa-")
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestDRASelectorsAllMatchAndCounters(t *testing.T) {
 		}
 	}
 
-	ns := namespace(t, c, "dra-cel-")
+	ns := framework.Namespace(t, c, "dra-cel-")
 	claims := map[string]resourcev1.DeviceClaim{
 		"mem": {Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "mem",
 			Selectors: celSelectors(`device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0`)}}}},

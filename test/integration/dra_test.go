@@ -50,7 +50,7 @@ func TestDRAClaimSharesAPCIeRoot(t *testing.T) {
 	if _, err := c.Client.ResourceV1().ResourceSlices().Create(ctx, draSlice("dra-0"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns := namespace(t, c, "dra-")
+	ns := framework.Namespace(t, c, "dra-")
 	// The example from examples/, as a user would apply it, in a fresh namespace.
 	root, err := framework.RepoRoot()
 	if err != nil {

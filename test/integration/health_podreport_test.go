@@ -93,15 +93,15 @@ func TestPodReportedUnhealthyGPUIsRemediated(t *testing.T) {
 // two bind and the third waits.
 func TestSparesAreHeldOnKubernetes(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	installCRDs(t, c)
-	createTopology(t, c, "rack")
-	addRacks(t, c, 1, 3)
-	ns := namespace(t, c, "spares-")
+	framework.InstallCorralCRDs(t, c)
+	framework.CreateTopology(t, c, "rack")
+	framework.AddRacks(t, c, 1, 3)
+	ns := framework.Namespace(t, c, "spares-")
 	startCorralWith(t, c, kube.Options{Spares: []cycle.Spare{{Level: "rack", GPUs: 8}}})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("solo-%d", i), Namespace: ns,
-			Labels: map[string]string{"app": "solo"}}, Spec: gpuPodSpec(8)}
+			Labels: map[string]string{"app": "solo"}}, Spec: framework.GPUPodSpec(8)}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ func TestKueueAdmitsCorralPlaces(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	ns := namespace(t, c, "kueue-")
+	ns := framework.Namespace(t, c, "kueue-")
 	gated := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return len(p.Spec.SchedulingGates) > 0 })
 	gatedBinds := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) > 0 })
 	startCorral(t, c)

@@ -17,8 +17,8 @@ import (
 // rely on it; kwok's stock fast stage ignores the annotation.
 func TestKwokPodCompleteDelay(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	addRacks(t, c, 1, 1)
-	ns := namespace(t, c, "kwok-")
+	framework.AddRacks(t, c, 1, 1)
+	ns := framework.Namespace(t, c, "kwok-")
 	for _, j := range []struct {
 		name        string
 		annotations map[string]string

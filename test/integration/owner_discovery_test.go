@@ -16,7 +16,7 @@ import (
 func TestOwnerCRDInstalledLater(t *testing.T) {
 	requireControllers(t, framework.JobSet)
 	c := controlPlaneWith(t, 2, 4) // no controller yet
-	ns := namespace(t, c, "later-")
+	ns := framework.Namespace(t, c, "later-")
 	startCorral(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

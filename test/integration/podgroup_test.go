@@ -21,10 +21,10 @@ var podGroupGVR = schema.GroupVersionResource{Group: "scheduling.k8s.io", Versio
 // PodGroup's PodGroupScheduled condition follows.
 func TestUpstreamPodGroup(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	installCRDs(t, c)
-	createTopology(t, c, "rack")
-	addRacks(t, c, 2, 2)
-	ns := namespace(t, c, "pg-")
+	framework.InstallCorralCRDs(t, c)
+	framework.CreateTopology(t, c, "rack")
+	framework.AddRacks(t, c, 2, 2)
+	ns := framework.Namespace(t, c, "pg-")
 	ctx := context.Background()
 	mkGroup := func(name string, min int) {
 		pg := &unstructured.Unstructured{Object: map[string]any{
@@ -40,7 +40,7 @@ func TestUpstreamPodGroup(t *testing.T) {
 		}
 	}
 	mkPod := func(group string, i, gpus int) {
-		spec := gpuPodSpec(gpus)
+		spec := framework.GPUPodSpec(gpus)
 		g := group
 		spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &g}
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", group, i), Namespace: ns,

@@ -9,19 +9,13 @@ package soak
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
@@ -47,62 +41,34 @@ func TestDevClusterSoak(t *testing.T) {
 	}
 	c := framework.Start(t, framework.Options{})
 	ctx := context.Background()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	framework.InstallCorralCRDs(t, c)
+	framework.CreateTopology(t, c, "rack")
+	nodes := framework.AddRacks(t, c, 1, 4)
 	setup, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := c.InstallCRDs(setup, filepath.Join(root, "deploy", "crds")); err != nil {
-		t.Fatal(err)
-	}
-	topo := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "corral.dev/v1alpha1", "kind": "Topology", "metadata": map[string]any{"name": "default"},
-		"spec": map[string]any{"levels": []any{map[string]any{"name": "rack", "nodeLabel": "corral.dev/rack"}}}}}
-	topoGVR := schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: v1alpha1.TopologyPlural}
-	if _, err := c.Dynamic.Resource(topoGVR).Create(setup, topo, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	var nodes []string
-	for i := 0; i < 4; i++ {
-		name := fmt.Sprintf("r0-n%d", i)
-		if _, err := c.AddGPUNode(setup, framework.NodeSpec{Name: name, GPUs: 8,
-			Labels: map[string]string{"corral.dev/rack": "r0", v1alpha1.LabelGPUModel: "H100"}}); err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, name)
-	}
-	for _, n := range nodes {
-		if err := c.WaitNodeReady(setup, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ns, err := c.CreateNamespace(setup, "soak-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startCorral(t, c)
+	ns := framework.Namespace(t, c, "soak-")
+	framework.RunCorral(t, c, c.Client, kube.Options{})
 
 	for i := 0; i < 2; i++ {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g-%d", i), Namespace: ns.Name,
-			Labels: map[string]string{"app": "soak"}, Annotations: map[string]string{v1alpha1.AnnotationGang: "soak"}}, Spec: gpuPodSpec()}
-		if _, err := c.Client.CoreV1().Pods(ns.Name).Create(setup, p, metav1.CreateOptions{}); err != nil {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g-%d", i), Namespace: ns,
+			Labels: map[string]string{"app": "soak"}, Annotations: map[string]string{v1alpha1.AnnotationGang: "soak"}}, Spec: framework.GPUPodSpec(8)}
+		if _, err := c.Client.CoreV1().Pods(ns).Create(setup, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	two := int32(2)
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns.Name},
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "train", Namespace: ns},
 		Spec: batchv1.JobSpec{Parallelism: &two, Completions: &two, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "soak"},
 				// kwok completes Job pods at once otherwise (hack/tools/stages).
 				Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
-			Spec: gpuPodSpec()}}}
-	if _, err := c.Client.BatchV1().Jobs(ns.Name).Create(setup, job, metav1.CreateOptions{}); err != nil {
+			Spec: framework.GPUPodSpec(8)}}}
+	if _, err := c.Client.BatchV1().Jobs(ns).Create(setup, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var pods []corev1.Pod
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(time.Second) {
-		pods = soakPods(t, c, ns.Name)
+		pods = soakPods(t, c, ns)
 		running := 0
 		for _, p := range pods {
 			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning {
@@ -134,7 +100,7 @@ func TestDevClusterSoak(t *testing.T) {
 				}
 			}
 		}
-		pods := soakPods(t, c, ns.Name)
+		pods := soakPods(t, c, ns)
 		if len(pods) != 4 {
 			t.Fatalf("%d pods of the two gangs left after %s", len(pods), time.Since(start).Round(time.Second))
 		}
@@ -153,44 +119,4 @@ func soakPods(t *testing.T, c *framework.Cluster, ns string) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return list.Items
-}
-
-func gpuPodSpec() corev1.PodSpec {
-	return corev1.PodSpec{
-		SchedulerName: v1alpha1.SchedulerName,
-		RestartPolicy: corev1.RestartPolicyNever,
-		Containers: []corev1.Container{{
-			Name: "train", Image: "registry.k8s.io/pause:3.10",
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-				Limits:   framework.GPUQuantity(8),
-			},
-		}},
-	}
-}
-
-// startCorral runs corral's scheduler in this process until the test ends.
-func startCorral(t *testing.T, c *framework.Cluster) {
-	t.Helper()
-	s, err := kube.New(c.Client, c.Dynamic, kube.Options{CycleInterval: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := s.Run(ctx); err != nil {
-			t.Errorf("scheduler: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -1,0 +1,71 @@
+package preempt
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWorthEvicting(t *testing.T) {
+	h := time.Hour
+	gpuH := func(x float64) float64 { return x * 3600 }
+	cases := map[string]struct {
+		gpus    float64
+		victims []Ending
+		want    bool
+	}{
+		"a victim minutes from its end after a week without a checkpoint: wait": {
+			gpus:    1024,
+			victims: []Ending{{Cost: gpuH(8 * 167.9), Left: 6 * time.Minute, Known: true}},
+		},
+		"the same victim with a day to go: evict": {
+			gpus:    1024,
+			victims: []Ending{{Cost: gpuH(8 * 167.9), Left: 24 * h, Known: true}},
+			want:    true,
+		},
+		"a cheap victim that ends soon: evict": {
+			gpus:    64,
+			victims: []Ending{{Cost: gpuH(2), Left: 10 * time.Minute, Known: true}},
+			want:    true,
+		},
+		"the last victim to end sets the wait": {
+			gpus: 16,
+			victims: []Ending{
+				{Cost: gpuH(100), Left: time.Minute, Known: true},
+				{Cost: gpuH(20), Left: 10 * h, Known: true},
+			},
+			want: true,
+		},
+		"costs add up over the victims": {
+			gpus: 16,
+			victims: []Ending{
+				{Cost: gpuH(100), Left: 5 * h, Known: true},
+				{Cost: gpuH(100), Left: 5 * h, Known: true},
+			},
+		},
+		"an end nothing predicts leaves the priority to decide": {
+			gpus: 1,
+			victims: []Ending{
+				{Cost: gpuH(500), Left: time.Minute, Known: true},
+				{Cost: gpuH(500)},
+			},
+			want: true,
+		},
+		"no cost: evict": {
+			gpus:    8,
+			victims: []Ending{{Left: 0, Known: true}},
+			want:    true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, why := WorthEvicting(tc.gpus, tc.victims)
+			if got != tc.want {
+				t.Fatalf("WorthEvicting = %v (%q), want %v", got, why, tc.want)
+			}
+			if !got && !strings.Contains(why, "not worth it") {
+				t.Errorf("why %q does not say it is not worth it", why)
+			}
+		})
+	}
+}
