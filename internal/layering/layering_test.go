@@ -27,7 +27,7 @@ var (
 	engine = set("internal/engine")
 	// drivers carry a Plan out; they read the engine, the contract and the
 	// model, never a policy directly.
-	drivers = set("internal/kube", "internal/sim", "cmd/corral", "test/integration", "test/integration/framework")
+	drivers = set("internal/kube", "internal/sim", "cmd/corral", "test/integration", "test/integration/framework", "test/integration/kit", "test/integration/soak")
 )
 
 type pkg struct {

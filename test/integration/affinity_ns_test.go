@@ -11,6 +11,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestPodAffinityNamespaceSelector: a pod whose affinity term selects
@@ -20,7 +21,7 @@ import (
 // the pods were created counts from the next cycle on.
 func TestPodAffinityNamespaceSelector(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
+	kit.InstallCorralCRDs(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, n := range []string{"n0", "n1", "n2"} {
@@ -46,7 +47,7 @@ func TestPodAffinityNamespaceSelector(t *testing.T) {
 	startCorral(t, c)
 	create := func(ns, name string, labels map[string]string, node string, aff *corev1.Affinity) {
 		t.Helper()
-		spec := framework.GPUPodSpec(1)
+		spec := kit.GPUPodSpec(1)
 		spec.Affinity = aff
 		if node != "" {
 			spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}

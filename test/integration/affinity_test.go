@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestTaintedGPUPool: a managed-cloud GPU pool taints its nodes
@@ -20,7 +21,7 @@ import (
 // with hostname anti-affinity spread one per node.
 func TestTaintedGPUPool(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
+	kit.InstallCorralCRDs(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	taint := corev1.Taint{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}
@@ -42,7 +43,7 @@ func TestTaintedGPUPool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ns := framework.Namespace(t, c, "taint-")
+	ns := kit.Namespace(t, c, "taint-")
 	startCorral(t, c)
 	tolerateGPU := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	// Bare pods, one gang per app: kwok completes Job-owned pods at once,
@@ -50,7 +51,7 @@ func TestTaintedGPUPool(t *testing.T) {
 	createGang := func(app string, pods, gpus int, tol []corev1.Toleration, aff *corev1.Affinity) {
 		t.Helper()
 		for i := 0; i < pods; i++ {
-			spec := framework.GPUPodSpec(gpus)
+			spec := kit.GPUPodSpec(gpus)
 			spec.Tolerations, spec.Affinity = tol, aff
 			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", app, i), Namespace: ns,
 				Labels:      map[string]string{"app": app},

@@ -13,12 +13,13 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // barePod is a corral pod of 8 GPUs that kwok keeps running until deleted.
 func barePod(t *testing.T, c *framework.Cluster, ns, name string, ann map[string]string) {
 	t.Helper()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann}, Spec: framework.GPUPodSpec(8)}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann}, Spec: kit.GPUPodSpec(8)}
 	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +39,10 @@ func boundTo(t *testing.T, c *framework.Cluster, ns, name string) string {
 // backfilled into the reserved rack, and stopped at its max runtime.
 func TestBackfillReservation(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 1, 2)
-	ns := framework.Namespace(t, c, "backfill-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 1, 2)
+	ns := kit.Namespace(t, c, "backfill-")
 	startCorral(t, c)
 
 	barePod(t, c, ns, "long", map[string]string{v1alpha1.AnnotationExpectedRuntime: "2h"})

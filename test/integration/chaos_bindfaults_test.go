@@ -22,6 +22,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // faultKind is a way a binding write fails.
@@ -97,9 +98,9 @@ func (f *bindFaults) firstFault() time.Time {
 // mid-bind, and is completed beside its bound pods.
 func TestChaosBindWriteFaults(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 2, 4)
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 2, 4)
 	for _, kind := range []faultKind{faultRefused, faultConflict, faultTimeout, faultServer} {
 		t.Run(string(kind), func(t *testing.T) {
 			faults := &bindFaults{kind: kind, suffix: "-2", done: map[string]bool{}}
@@ -109,7 +110,7 @@ func TestChaosBindWriteFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ns := framework.Namespace(t, c, "faults-")
+			ns := kit.Namespace(t, c, "faults-")
 			// Two gangs of four 4-GPU pods: each fits one rack's half.
 			for _, g := range []string{"a", "b"} {
 				for i := 0; i < 4; i++ {
@@ -117,7 +118,7 @@ func TestChaosBindWriteFaults(t *testing.T) {
 				}
 			}
 			reg := prometheus.NewRegistry()
-			_, stop := framework.RunCorral(t, c, client, kube.Options{Registry: reg})
+			_, stop := kit.RunCorral(t, c, client, kube.Options{Registry: reg})
 			done := waitAllBound(t, c, ns, 60*time.Second)
 			stop()
 			if faults.firstFault().IsZero() {

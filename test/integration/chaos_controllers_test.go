@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestChaosCorralKilledMidBindWithControllers: corral (a `corral scheduler`
@@ -21,7 +22,7 @@ import (
 // in one rack, and no GPU is given twice.
 func TestChaosCorralKilledMidBindWithControllers(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.JobSet, framework.LeaderWorkerSet)
-	ns := framework.Namespace(t, c, "killctl-")
+	ns := kit.Namespace(t, c, "killctl-")
 	js := example(t, "jobset.yaml")
 	// kwok completes Job pods at once otherwise; these keep running.
 	rjs, _, _ := unstructured.NestedSlice(js.Object, "spec", "replicatedJobs")

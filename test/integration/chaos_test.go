@@ -19,6 +19,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // Chaos tests: faults of the control plane while gangs are being bound.
@@ -159,8 +160,8 @@ func checkGangsInOneRack(t *testing.T, c *framework.Cluster, ns string) {
 // gang is half bound and restarted 3 s later on the same etcd.
 func TestChaosAPIServerKilledMidBind(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 2, 4)
-	ns := framework.Namespace(t, c, "apikill-")
+	kit.AddRacks(t, c, 2, 4)
+	ns := kit.Namespace(t, c, "apikill-")
 	for i := 0; i < 6; i++ {
 		createGangPod(t, c, ns, "big", i, 8)
 	}
@@ -182,8 +183,8 @@ func TestChaosAPIServerKilledMidBind(t *testing.T) {
 // half bound.
 func TestChaosEtcdPaused(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 2, 4)
-	ns := framework.Namespace(t, c, "etcdpause-")
+	kit.AddRacks(t, c, 2, 4)
+	ns := kit.Namespace(t, c, "etcdpause-")
 	for i := 0; i < 6; i++ {
 		createGangPod(t, c, ns, "big", i, 8)
 	}
@@ -210,12 +211,12 @@ func TestChaosEtcdPaused(t *testing.T) {
 // gang; the old leader, resumed, must write nothing.
 func TestChaosStaleLeaderWritesNothing(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 2, 4)
+	kit.AddRacks(t, c, 2, 4)
 	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "corral-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns := framework.Namespace(t, c, "stale-")
+	ns := kit.Namespace(t, c, "stale-")
 	// A retry period long beside a renewal makes the pause land, most
 	// likely, between two renewals: the resumed leader then still believes
 	// it leads for a renew deadline (3 s) while client-go retries, which is
@@ -289,15 +290,15 @@ func TestChaosStaleLeaderWritesNothing(t *testing.T) {
 // tried twice and none fails.
 func TestChaosBurst(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 3, 8)
-	ns := framework.Namespace(t, c, "burst-")
+	kit.AddRacks(t, c, 3, 8)
+	ns := kit.Namespace(t, c, "burst-")
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	create := func(name, gang string, gpus int) {
 		defer wg.Done()
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": gang}},
-			Spec: framework.GPUPodSpec(gpus)}
+			Spec: kit.GPUPodSpec(gpus)}
 		if gang != name {
 			p.Annotations = map[string]string{"corral.dev/gang": gang}
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of TestCLIGolden (testdata/cli)")
@@ -32,9 +33,9 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden files of TestC
 // ./test/integration/ -update rewrites the files.
 func TestCLIGolden(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 2, 2)
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 2, 2)
 	ctx := context.Background()
 	for _, ns := range []string{"team-a", "team-b"} {
 		if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // Tests with the real controllers users run (JobSet, LeaderWorkerSet,
@@ -44,9 +45,9 @@ func controlPlaneWith(t *testing.T, racks, perRack int, names ...framework.Contr
 			t.Fatal(err)
 		}
 	}
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, racks, perRack)
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, racks, perRack)
 	return c
 }
 
@@ -128,7 +129,7 @@ func neverBound(t *testing.T, c *framework.Cluster, ns, selector string, d time.
 // JobSet binds none of its pods.
 func TestJobSetGang(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.JobSet)
-	ns := framework.Namespace(t, c, "jobset-")
+	ns := kit.Namespace(t, c, "jobset-")
 	startCorral(t, c)
 	ctx := context.Background()
 
@@ -223,7 +224,7 @@ func TestJobSetGang(t *testing.T) {
 // with more child Jobs than racks binds nothing and says it never fits.
 func TestJobSetExclusive(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.JobSet)
-	ns := framework.Namespace(t, c, "jobset-excl-")
+	ns := kit.Namespace(t, c, "jobset-excl-")
 	startCorral(t, c)
 
 	// kwok completes Job pods at once unless the stage's delay annotation
@@ -290,7 +291,7 @@ func TestJobSetExclusive(t *testing.T) {
 // rack.
 func TestLeaderWorkerSetLeaderReady(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.LeaderWorkerSet)
-	ns := framework.Namespace(t, c, "lws-")
+	ns := kit.Namespace(t, c, "lws-")
 	startCorral(t, c)
 	create(t, c, ns, example(t, "leaderworkerset.yaml"))
 	eventually(t, 120*time.Second, "the LWS group of 4 bound in one rack", func() (bool, string) {
@@ -314,7 +315,7 @@ func TestLeaderWorkerSetLeaderReady(t *testing.T) {
 // workers that are placed as elastic members.
 func TestRayClusterGrows(t *testing.T) {
 	c := controlPlaneWith(t, 2, 4, framework.KubeRay)
-	ns := framework.Namespace(t, c, "ray-")
+	ns := kit.Namespace(t, c, "ray-")
 	startCorral(t, c)
 	create(t, c, ns, example(t, "raycluster.yaml"))
 	sel := "ray.io/cluster=ray"
@@ -346,7 +347,7 @@ func TestRayClusterGrows(t *testing.T) {
 // lifecycle controller never marks them Ready=Unknown.
 func TestNodeLeasesRenewed(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 1, 1)
+	kit.AddRacks(t, c, 1, 1)
 	ctx := context.Background()
 	var first time.Time
 	eventually(t, 60*time.Second, "the node's Lease renewed", func() (bool, string) {

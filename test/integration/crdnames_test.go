@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // volcanoQueueCRD is a stand-in for Volcano's Queue CRD with its real names
@@ -40,7 +41,7 @@ spec:
 // scheduler writes in the status.
 func TestCRDNamesAndPrinterColumns(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
+	kit.InstallCorralCRDs(t, c)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "volcano.yaml"), []byte(volcanoQueueCRD), 0o644); err != nil {
 		t.Fatal(err)

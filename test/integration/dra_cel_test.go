@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // The example of examples/dra-cel-first-available.yaml on a node of A100s
@@ -29,7 +30,7 @@ func TestDRAFirstAvailableExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := framework.Namespace(t, c, "dra-fa-")
+	ns := kit.Namespace(t, c, "dra-fa-")
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func TestDRASelectorsAllMatchAndCounters(t *testing.T) {
 		}
 	}
 
-	ns := framework.Namespace(t, c, "dra-cel-")
+	ns := kit.Namespace(t, c, "dra-cel-")
 	claims := map[string]resourcev1.DeviceClaim{
 		"mem": {Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "mem",
 			Selectors: celSelectors(`device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0`)}}}},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // draSlice publishes 8 GPUs for a node whose PCIe roots alternate, so that
@@ -50,7 +51,7 @@ func TestDRAClaimSharesAPCIeRoot(t *testing.T) {
 	if _, err := c.Client.ResourceV1().ResourceSlices().Create(ctx, draSlice("dra-0"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns := framework.Namespace(t, c, "dra-")
+	ns := kit.Namespace(t, c, "dra-")
 	// The example from examples/, as a user would apply it, in a fresh namespace.
 	root, err := framework.RepoRoot()
 	if err != nil {

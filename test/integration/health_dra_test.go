@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestDRADeviceTaintReplacesTheRank: a DRA driver taints one GPU under a
@@ -40,8 +41,8 @@ const terminatingHold = "test.corral.dev/terminating"
 
 func draTaintReplacesTheRank(t *testing.T, effect resourcev1.DeviceTaintEffect) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Rack r0 has three nodes of 4 GPUs, r1 one: the gang (rack required,
@@ -62,7 +63,7 @@ func draTaintReplacesTheRank(t *testing.T, effect resourcev1.DeviceTaintEffect) 
 	if _, err := c.CreateGPUDeviceClass(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	ns := framework.Namespace(t, c, "taint-")
+	ns := kit.Namespace(t, c, "taint-")
 	tmpl := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "four-gpus", Namespace: ns},
 		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
 			Requests: []resourcev1.DeviceRequest{{Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{
@@ -172,7 +173,7 @@ func draTaintReplacesTheRank(t *testing.T, effect resourcev1.DeviceTaintEffect) 
 // draPodSpec is a corral pod spec whose GPUs come from a claim made from
 // the template.
 func draPodSpec(template string) corev1.PodSpec {
-	spec := framework.GPUPodSpec(0)
+	spec := kit.GPUPodSpec(0)
 	spec.Containers[0].Resources.Limits = nil
 	spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
 	spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: &template}}

@@ -17,6 +17,7 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestNodeNotReadyBringsTheGangBackInItsRack: the node under one rank of a
@@ -27,11 +28,11 @@ import (
 // recreated pod on the free node of the same rack, never on the dead one.
 func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 2, 3)
-	ns := framework.Namespace(t, c, "notready-")
-	hogs := framework.Namespace(t, c, "hogs-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 2, 3)
+	ns := kit.Namespace(t, c, "notready-")
+	hogs := kit.Namespace(t, c, "hogs-")
 	// r1 has one free node, so the gang (rack required) goes to r0, which
 	// keeps one node free for the replacement. r1-n2 stays free as well: a
 	// replacement placed anywhere could take it.
@@ -41,7 +42,7 @@ func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	startCorralWith(t, c, kube.Options{Registry: reg})
 
 	ctx := context.Background()
-	pods := runGang(t, c, ns, "train", func(int) corev1.PodSpec { return framework.GPUPodSpec(8) })
+	pods := runGang(t, c, ns, "train", func(int) corev1.PodSpec { return kit.GPUPodSpec(8) })
 	victim, survivor := pods[0], pods[1]
 	deadNode := victim.Spec.NodeName
 	spare := freeNodeOfRack(pods, "r0", 3)
@@ -86,7 +87,7 @@ func TestNodeNotReadyBringsTheGangBackInItsRack(t *testing.T) {
 	expectUndisturbed(t, c, survivor)
 
 	// Its owner recreates the pod, as a Job or JobSet controller would.
-	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, gangMember(ns, "train", 0, framework.GPUPodSpec(8)), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, gangMember(ns, "train", 0, kit.GPUPodSpec(8)), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	replacement := waitBound(t, c, ns, victim.Name)

@@ -16,6 +16,7 @@ import (
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestPodReportedUnhealthyGPUIsRemediated: the kubelet reports in a running
@@ -93,15 +94,15 @@ func TestPodReportedUnhealthyGPUIsRemediated(t *testing.T) {
 // two bind and the third waits.
 func TestSparesAreHeldOnKubernetes(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 1, 3)
-	ns := framework.Namespace(t, c, "spares-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 1, 3)
+	ns := kit.Namespace(t, c, "spares-")
 	startCorralWith(t, c, kube.Options{Spares: []cycle.Spare{{Level: "rack", GPUs: 8}}})
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("solo-%d", i), Namespace: ns,
-			Labels: map[string]string{"app": "solo"}}, Spec: framework.GPUPodSpec(8)}
+			Labels: map[string]string{"app": "solo"}}, Spec: kit.GPUPodSpec(8)}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

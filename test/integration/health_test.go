@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // rackGang is a running 2-pod gang "train" (8 GPUs a pod, rack required)
@@ -30,11 +31,11 @@ type rackGang struct {
 func startRackGang(t *testing.T, opts framework.Options) rackGang {
 	t.Helper()
 	c := framework.Start(t, opts)
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 2, 3)
-	g := rackGang{c: c, ns: framework.Namespace(t, c, "health-")}
-	hogs := framework.Namespace(t, c, "hogs-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 2, 3)
+	g := rackGang{c: c, ns: kit.Namespace(t, c, "health-")}
+	hogs := kit.Namespace(t, c, "hogs-")
 	occupy(t, c, hogs, "r1-n0")
 	occupy(t, c, hogs, "r1-n1")
 	startCorral(t, c)
@@ -43,7 +44,7 @@ func startRackGang(t *testing.T, opts framework.Options) rackGang {
 			Labels: map[string]string{"app": "train"},
 			Annotations: map[string]string{v1alpha1.AnnotationGang: "train", v1alpha1.AnnotationMinMembers: "2",
 				v1alpha1.AnnotationRequiredTopology: "rack"}},
-			Spec: framework.GPUPodSpec(8)}
+			Spec: kit.GPUPodSpec(8)}
 	}
 	for i := 0; i < 2; i++ {
 		if _, err := c.Client.CoreV1().Pods(g.ns).Create(context.Background(), g.pod(i), metav1.CreateOptions{}); err != nil {
@@ -178,20 +179,20 @@ func TestFailedGPUReplacesTheRankInItsRack(t *testing.T) {
 // even though it is the best fit.
 func TestSuspectNodeIsAvoided(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.AddRacks(t, c, 1, 2)
-	ns := framework.Namespace(t, c, "suspect-")
-	hogs := framework.Namespace(t, c, "hogs-")
+	kit.InstallCorralCRDs(t, c)
+	kit.AddRacks(t, c, 1, 2)
+	ns := kit.Namespace(t, c, "suspect-")
+	hogs := kit.Namespace(t, c, "hogs-")
 	ctx := context.Background()
 	// r0-n0 is half full, so best fit would choose it for a 4-GPU pod.
-	half := framework.GPUPodSpec(4)
+	half := kit.GPUPodSpec(4)
 	half.SchedulerName, half.NodeName = "default-scheduler", "r0-n0"
 	if _, err := c.Client.CoreV1().Pods(hogs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "half"}, Spec: half}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Three pods the kubelet of r0-n0 rejected at admission.
 	for i := 0; i < 3; i++ {
-		spec := framework.GPUPodSpec(1)
+		spec := kit.GPUPodSpec(1)
 		spec.SchedulerName, spec.NodeName = "default-scheduler", "r0-n0"
 		name := fmt.Sprintf("rejected-%d", i)
 		if _, err := c.Client.CoreV1().Pods(hogs).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{}); err != nil {
@@ -214,7 +215,7 @@ func TestSuspectNodeIsAvoided(t *testing.T) {
 		})
 	}
 	startCorral(t, c)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: ns, Labels: map[string]string{"app": "job"}}, Spec: framework.GPUPodSpec(4)}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: ns, Labels: map[string]string{"app": "job"}}, Spec: kit.GPUPodSpec(4)}
 	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
@@ -35,13 +36,13 @@ func startCorral(t *testing.T, c *framework.Cluster) *kube.Scheduler {
 // ends.
 func startCorralWith(t *testing.T, c *framework.Cluster, opts kube.Options) (s *kube.Scheduler, stop func()) {
 	t.Helper()
-	return framework.RunCorral(t, c, c.Client, opts)
+	return kit.RunCorral(t, c, c.Client, opts)
 }
 
 // gpuJob is a batch/v1 Job of parallelism pods with gpus GPUs each.
 func gpuJob(ns, name string, parallelism, gpus int, annotations map[string]string) *batchv1.Job {
 	p := int32(parallelism)
-	spec := framework.GPUPodSpec(gpus)
+	spec := kit.GPUPodSpec(gpus)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: batchv1.JobSpec{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestKueueAdmitsCorralPlaces runs the Kueue controller (v0.17.0, built by
@@ -49,7 +50,7 @@ func TestKueueAdmitsCorralPlaces(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	ns := framework.Namespace(t, c, "kueue-")
+	ns := kit.Namespace(t, c, "kueue-")
 	gated := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return len(p.Spec.SchedulingGates) > 0 })
 	gatedBinds := watchPods(t, c, ns, "", func(p *corev1.Pod) bool { return p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) > 0 })
 	startCorral(t, c)

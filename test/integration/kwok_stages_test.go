@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestKwokPodCompleteDelay: kwok's pod-complete stage (bin/kwok-stages,
@@ -17,8 +18,8 @@ import (
 // rely on it; kwok's stock fast stage ignores the annotation.
 func TestKwokPodCompleteDelay(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 1, 1)
-	ns := framework.Namespace(t, c, "kwok-")
+	kit.AddRacks(t, c, 1, 1)
+	ns := kit.Namespace(t, c, "kwok-")
 	for _, j := range []struct {
 		name        string
 		annotations map[string]string

@@ -14,12 +14,13 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // migPod asks for one instance of a MIG profile (device plugin, mixed
 // strategy).
 func migPod(ns, name, profile string) *corev1.Pod {
-	spec := framework.GPUPodSpec(0)
+	spec := kit.GPUPodSpec(0)
 	spec.Containers[0].Resources.Limits = corev1.ResourceList{
 		corev1.ResourceName(v1alpha1.ResourceMIGPrefix + profile): resource.MustParse("1")}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}
@@ -45,7 +46,7 @@ func migResources(layouts map[string]string) corev1.ResourceList {
 
 func TestMIGExtendedResources(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
+	kit.InstallCorralCRDs(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -70,7 +71,7 @@ func TestMIGExtendedResources(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ns := framework.Namespace(t, c, "mig-")
+	ns := kit.Namespace(t, c, "mig-")
 	startCorral(t, c)
 
 	create := func(p *corev1.Pod) {
@@ -81,7 +82,7 @@ func TestMIGExtendedResources(t *testing.T) {
 	create(migPod(ns, "small", "1g.10gb"))
 	create(migPod(ns, "big", "7g.80gb"))
 	create(migPod(ns, "forty-gb-profile", "3g.20gb")) // an A100 40GB profile: no GPU here offers it
-	fine := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "whole", Namespace: ns}, Spec: framework.GPUPodSpec(2)}
+	fine := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "whole", Namespace: ns}, Spec: kit.GPUPodSpec(2)}
 	create(fine)
 
 	get := func(name string) *corev1.Pod {
@@ -161,7 +162,7 @@ func TestMIGExtendedResources(t *testing.T) {
 	// Shares of one GPU by memory: one fits a GPU of the plain node, one is
 	// above any GPU's memory.
 	share := func(name, mem string) *corev1.Pod {
-		spec := framework.GPUPodSpec(0)
+		spec := kit.GPUPodSpec(0)
 		spec.Containers[0].Resources.Limits = nil
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
 			Annotations: map[string]string{v1alpha1.AnnotationGPUMemory: mem}}, Spec: spec}

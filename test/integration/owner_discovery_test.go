@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestOwnerCRDInstalledLater: JobSet's CRDs and controller installed after
@@ -16,7 +17,7 @@ import (
 func TestOwnerCRDInstalledLater(t *testing.T) {
 	requireControllers(t, framework.JobSet)
 	c := controlPlaneWith(t, 2, 4) // no controller yet
-	ns := framework.Namespace(t, c, "later-")
+	ns := kit.Namespace(t, c, "later-")
 	startCorral(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

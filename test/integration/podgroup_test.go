@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 var podGroupGVR = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1alpha2", Resource: "podgroups"}
@@ -21,10 +22,10 @@ var podGroupGVR = schema.GroupVersionResource{Group: "scheduling.k8s.io", Versio
 // PodGroup's PodGroupScheduled condition follows.
 func TestUpstreamPodGroup(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 2, 2)
-	ns := framework.Namespace(t, c, "pg-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 2, 2)
+	ns := kit.Namespace(t, c, "pg-")
 	ctx := context.Background()
 	mkGroup := func(name string, min int) {
 		pg := &unstructured.Unstructured{Object: map[string]any{
@@ -40,7 +41,7 @@ func TestUpstreamPodGroup(t *testing.T) {
 		}
 	}
 	mkPod := func(group string, i, gpus int) {
-		spec := framework.GPUPodSpec(gpus)
+		spec := kit.GPUPodSpec(gpus)
 		g := group
 		spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &g}
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", group, i), Namespace: ns,

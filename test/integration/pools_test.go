@@ -14,6 +14,7 @@ import (
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // TestPoolHeldForItsClass: a closed pool (nodes labelled pool=prefill)
@@ -21,19 +22,19 @@ import (
 // use it, and a pod of the class lands there.
 func TestPoolHeldForItsClass(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 1, 3)
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 1, 3)
 	ctx := context.Background()
 	patch := []byte(`{"metadata":{"labels":{"pool":"prefill"}}}`)
 	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, "r0-n2", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns := framework.Namespace(t, c, "pools-")
+	ns := kit.Namespace(t, c, "pools-")
 	startCorralWith(t, c, kube.Options{Pools: []cycle.Pool{{Name: "prefill", Class: "prefill",
 		NodeLabels: map[string]string{"pool": "prefill"}}}})
 	create := func(name string, labels map[string]string) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: framework.GPUPodSpec(8)}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}, Spec: kit.GPUPodSpec(8)}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 var (
@@ -136,8 +137,8 @@ func checkNoGPUSharedTwice(t *testing.T, c *framework.Cluster) {
 
 func TestRestartMidGangLosesNothing(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 2, 4)
-	ns := framework.Namespace(t, c, "restart-")
+	kit.AddRacks(t, c, 2, 4)
+	ns := kit.Namespace(t, c, "restart-")
 	// A gang of six 4-GPU pods, bound one by one with a pause in between.
 	for i := 0; i < 6; i++ {
 		createGangPod(t, c, ns, "big", i, 4)
@@ -172,12 +173,12 @@ func TestRestartMidGangLosesNothing(t *testing.T) {
 
 func TestLeaderFailover(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 1, 2)
+	kit.AddRacks(t, c, 1, 2)
 	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "corral-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ns := framework.Namespace(t, c, "leader-")
+	ns := kit.Namespace(t, c, "leader-")
 	le := []string{"--leader-elect=true", "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
 		"--leader-elect-retry-period", "500ms"}
 	procs := map[string]*corralProc{

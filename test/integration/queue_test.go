@@ -18,6 +18,7 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/engine"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 var queueGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1alpha1", Resource: v1alpha1.QueuePlural}
@@ -43,7 +44,7 @@ func createQueue(ctx context.Context, c *framework.Cluster, name string, spec ma
 // quantities written as strings or as integers.
 func TestQueueCRDValidation(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
+	kit.InstallCorralCRDs(t, c)
 	ctx := context.Background()
 	res := func(r ...map[string]any) []any {
 		var out []any
@@ -102,7 +103,7 @@ func TestQueueCRDValidation(t *testing.T) {
 // queuePod is a bare 1-GPU corral pod in a queue ("" = no label).
 func queuePod(ns, name, q string, gpus int, ann map[string]string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}, Annotations: ann},
-		Spec: framework.GPUPodSpec(gpus)}
+		Spec: kit.GPUPodSpec(gpus)}
 	if q != "" {
 		p.Labels[v1alpha1.LabelQueue] = q
 	}
@@ -132,10 +133,10 @@ func queueCondition(t *testing.T, c *framework.Cluster, name string) (status, re
 // default queue, bind. Each Queue's status says whether it is in the tree.
 func TestQueueAdmission(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.AddRacks(t, c, 1, 2)
-	nsA := framework.Namespace(t, c, "team-a-")
-	nsB := framework.Namespace(t, c, "team-b-")
+	kit.InstallCorralCRDs(t, c)
+	kit.AddRacks(t, c, 1, 2)
+	nsA := kit.Namespace(t, c, "team-a-")
+	nsB := kit.Namespace(t, c, "team-b-")
 	ctx := context.Background()
 	for name, spec := range map[string]map[string]any{
 		"org":    {},
@@ -259,7 +260,7 @@ func TestQueueAdmission(t *testing.T) {
 func reclaimSetup(t *testing.T) (c *framework.Cluster, nsOwner, nsBorrow string) {
 	t.Helper()
 	c = framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
+	kit.InstallCorralCRDs(t, c)
 	ctx := context.Background()
 	if _, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: "n0", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100"}}); err != nil {
 		t.Fatal(err)
@@ -267,8 +268,8 @@ func reclaimSetup(t *testing.T) (c *framework.Cluster, nsOwner, nsBorrow string)
 	if err := c.WaitNodeReady(ctx, "n0"); err != nil {
 		t.Fatal(err)
 	}
-	nsOwner = framework.Namespace(t, c, "owner-")
-	nsBorrow = framework.Namespace(t, c, "borrower-")
+	nsOwner = kit.Namespace(t, c, "owner-")
+	nsBorrow = kit.Namespace(t, c, "borrower-")
 	if err := createQueue(ctx, c, "owner", map[string]any{"namespaces": []any{nsOwner}, "reclaimPolicy": "Preempt",
 		"resources": []any{map[string]any{"name": "gpu/H100", "guaranteed": "8"}}}); err != nil {
 		t.Fatal(err)

@@ -14,12 +14,13 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // occupy binds a pod of another scheduler taking all 8 GPUs of a node.
 func occupy(t *testing.T, c *framework.Cluster, ns, node string) {
 	t.Helper()
-	spec := framework.GPUPodSpec(8)
+	spec := kit.GPUPodSpec(8)
 	spec.SchedulerName = "default-scheduler"
 	spec.NodeName = node
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hog-" + node, Namespace: ns}, Spec: spec}
@@ -30,15 +31,15 @@ func occupy(t *testing.T, c *framework.Cluster, ns, node string) {
 
 func TestGangJobRequiredRack(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 2, 4)
-	ns := framework.Namespace(t, c, "rack-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 2, 4)
+	ns := kit.Namespace(t, c, "rack-")
 	startCorral(t, c)
 
 	t.Run("the Topology reports it is in use", func(t *testing.T) {
 		eventually(t, 30*time.Second, "Accepted=True on the Topology", func() (bool, string) {
-			u, err := c.Dynamic.Resource(framework.TopologyGVR).Get(context.Background(), "default", metav1.GetOptions{})
+			u, err := c.Dynamic.Resource(kit.TopologyGVR).Get(context.Background(), "default", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -82,7 +83,7 @@ func TestGangJobRequiredRack(t *testing.T) {
 	t.Run("with three free nodes per rack nothing binds and the reason says so", func(t *testing.T) {
 		// The first job's pods complete at once under kwok; take one node of
 		// each rack with a pod of another scheduler that never ends.
-		hogs := framework.Namespace(t, c, "hogs-")
+		hogs := kit.Namespace(t, c, "hogs-")
 		occupy(t, c, hogs, "r0-n0")
 		occupy(t, c, hogs, "r1-n0")
 		createJob(t, c, gpuJob(ns, "wait", 4, 8, map[string]string{v1alpha1.AnnotationRequiredTopology: "rack"}))
@@ -131,8 +132,8 @@ func TestGangsNeverDeadlock(t *testing.T) {
 	// The pods are bare (they never complete under kwok), so whatever corral
 	// binds stays bound: exactly one gang runs, the other waits whole.
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 1, 3)
-	ns := framework.Namespace(t, c, "deadlock-")
+	kit.AddRacks(t, c, 1, 3)
+	ns := kit.Namespace(t, c, "deadlock-")
 	for _, g := range []string{"a", "b"} {
 		for i := 0; i < 2; i++ {
 			createGangPod(t, c, ns, g, i, 8)
@@ -173,7 +174,7 @@ func createGangPod(t *testing.T, c *framework.Cluster, ns, gang string, i, gpus 
 	t.Helper()
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", gang, i), Namespace: ns,
 		Labels: map[string]string{"app": gang}, Annotations: map[string]string{v1alpha1.AnnotationGang: gang}},
-		Spec: framework.GPUPodSpec(gpus)}
+		Spec: kit.GPUPodSpec(gpus)}
 	if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +182,14 @@ func createGangPod(t *testing.T, c *framework.Cluster, ns, gang string, i, gpus 
 
 func TestBadInputGetsAReason(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	framework.AddRacks(t, c, 1, 2)
-	ns := framework.Namespace(t, c, "bad-")
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	kit.AddRacks(t, c, 1, 2)
+	ns := kit.Namespace(t, c, "bad-")
 	startCorral(t, c)
 
 	mk := func(name string, gpus int, ann map[string]string) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann}, Spec: framework.GPUPodSpec(gpus)}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: ann}, Spec: kit.GPUPodSpec(gpus)}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -227,12 +228,12 @@ func TestBadInputGetsAReason(t *testing.T) {
 
 func TestPartlyBoundGangThatCanNeverFitIsRolledBack(t *testing.T) {
 	c := framework.Start(t, framework.Options{})
-	framework.AddRacks(t, c, 1, 2)
-	ns := framework.Namespace(t, c, "rollback-")
+	kit.AddRacks(t, c, 1, 2)
+	ns := kit.Namespace(t, c, "rollback-")
 	// A gang of three 8-GPU pods on two nodes, two of them already bound (as
 	// if a scheduler had bound them and the cluster then lost a node).
 	for i := 0; i < 3; i++ {
-		spec := framework.GPUPodSpec(8)
+		spec := kit.GPUPodSpec(8)
 		if i < 2 {
 			spec.NodeName = fmt.Sprintf("r0-n%d", i)
 		}

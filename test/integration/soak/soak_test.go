@@ -20,6 +20,7 @@ import (
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
+	"github.com/corral-dev/corral/test/integration/kit"
 )
 
 // defaultSoak is how long the cluster is held: the 10 minutes,
@@ -41,17 +42,17 @@ func TestDevClusterSoak(t *testing.T) {
 	}
 	c := framework.Start(t, framework.Options{})
 	ctx := context.Background()
-	framework.InstallCorralCRDs(t, c)
-	framework.CreateTopology(t, c, "rack")
-	nodes := framework.AddRacks(t, c, 1, 4)
+	kit.InstallCorralCRDs(t, c)
+	kit.CreateTopology(t, c, "rack")
+	nodes := kit.AddRacks(t, c, 1, 4)
 	setup, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ns := framework.Namespace(t, c, "soak-")
-	framework.RunCorral(t, c, c.Client, kube.Options{})
+	ns := kit.Namespace(t, c, "soak-")
+	kit.RunCorral(t, c, c.Client, kube.Options{})
 
 	for i := 0; i < 2; i++ {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("g-%d", i), Namespace: ns,
-			Labels: map[string]string{"app": "soak"}, Annotations: map[string]string{v1alpha1.AnnotationGang: "soak"}}, Spec: framework.GPUPodSpec(8)}
+			Labels: map[string]string{"app": "soak"}, Annotations: map[string]string{v1alpha1.AnnotationGang: "soak"}}, Spec: kit.GPUPodSpec(8)}
 		if _, err := c.Client.CoreV1().Pods(ns).Create(setup, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestDevClusterSoak(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "soak"},
 				// kwok completes Job pods at once otherwise (hack/tools/stages).
 				Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "1h"}},
-			Spec: framework.GPUPodSpec(8)}}}
+			Spec: kit.GPUPodSpec(8)}}}
 	if _, err := c.Client.BatchV1().Jobs(ns).Create(setup, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
-package framework
-
-// The helpers every integration test package uses to set up a cluster and
-// run corral on it. They live here, not in one package's _test files, so
-// that test/integration and test/integration/soak (its own package, so it
-// runs beside the suite) share one copy.
+// Package kit holds what every integration test package uses to set up a
+// cluster and run corral on it: test/integration and test/integration/soak
+// (its own package, so it runs beside the suite) share one copy. It is not
+// part of framework because it imports corral's adapter, which the chart
+// tests and `corral dev` do not need from framework.
+package kit
 
 import (
 	"context"
@@ -24,13 +24,14 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/kube"
+	"github.com/corral-dev/corral/test/integration/framework"
 )
 
 // InstallCorralCRDs creates corral's CRDs from deploy/crds and waits until
 // the API server serves them.
-func InstallCorralCRDs(t testing.TB, c *Cluster) {
+func InstallCorralCRDs(t testing.TB, c *framework.Cluster) {
 	t.Helper()
-	root, err := RepoRoot()
+	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ var TopologyGVR = schema.GroupVersionResource{Group: "corral.dev", Version: "v1a
 
 // CreateTopology creates the Topology "default" with the given levels,
 // each read from the node label corral.dev/<level>.
-func CreateTopology(t testing.TB, c *Cluster, levels ...string) {
+func CreateTopology(t testing.TB, c *framework.Cluster, levels ...string) {
 	t.Helper()
 	var ls []any
 	for _, l := range levels {
@@ -64,7 +65,7 @@ func CreateTopology(t testing.TB, c *Cluster, levels ...string) {
 
 // AddRacks adds racks × perRack kwok nodes with 8 H100 GPUs each, named
 // r<i>-n<j> and labelled with their rack, and waits until they are Ready.
-func AddRacks(t testing.TB, c *Cluster, racks, perRack int) []string {
+func AddRacks(t testing.TB, c *framework.Cluster, racks, perRack int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -72,7 +73,7 @@ func AddRacks(t testing.TB, c *Cluster, racks, perRack int) []string {
 	for r := 0; r < racks; r++ {
 		for n := 0; n < perRack; n++ {
 			name := fmt.Sprintf("r%d-n%d", r, n)
-			if _, err := c.AddGPUNode(ctx, NodeSpec{Name: name, GPUs: 8,
+			if _, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: name, GPUs: 8,
 				Labels: map[string]string{"corral.dev/rack": fmt.Sprintf("r%d", r), v1alpha1.LabelGPUModel: "H100"}}); err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +89,7 @@ func AddRacks(t testing.TB, c *Cluster, racks, perRack int) []string {
 }
 
 // Namespace creates a namespace named prefix plus a random suffix.
-func Namespace(t testing.TB, c *Cluster, prefix string) string {
+func Namespace(t testing.TB, c *framework.Cluster, prefix string) string {
 	t.Helper()
 	ns, err := c.CreateNamespace(context.Background(), prefix)
 	if err != nil {
@@ -106,7 +107,7 @@ func GPUPodSpec(gpus int) corev1.PodSpec {
 			Name: "train", Image: "registry.k8s.io/pause:3.10",
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
-				Limits:   GPUQuantity(gpus),
+				Limits:   framework.GPUQuantity(gpus),
 			},
 		}},
 	}
@@ -115,7 +116,7 @@ func GPUPodSpec(gpus int) corev1.PodSpec {
 // RunCorral runs corral's scheduler in this process on client (the
 // cluster's, or a fault-injecting one) with a 200 ms cycle and its log in
 // the test's, until stop is called or the test ends.
-func RunCorral(t testing.TB, c *Cluster, client kubernetes.Interface, opts kube.Options) (s *kube.Scheduler, stop func()) {
+func RunCorral(t testing.TB, c *framework.Cluster, client kubernetes.Interface, opts kube.Options) (s *kube.Scheduler, stop func()) {
 	t.Helper()
 	opts.CycleInterval = 200 * time.Millisecond
 	opts.Logger = slog.New(slog.NewTextHandler(TestLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
