@@ -123,7 +123,7 @@ run() {
 	mkdir -p "$out"
 	(cd "$root" && go build -o "$bin" ./cmd/corral)
 	{
-		echo "# $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD)"
+		echo "# $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "unknown (not a git checkout: record it by hand)")"
 		echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 	} >>"$out/times.tsv"
 	local start=$(date +%s) fail=0 running=0
