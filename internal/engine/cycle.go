@@ -160,6 +160,9 @@ func (c *run) finish() Plan {
 	c.bf.Grow()
 	c.bf.Finish()
 	c.l.plan.Retry = c.room.Retry()
+	for _, h := range c.l.plan.Held {
+		c.l.plan.Stats.PodsHeld += h.Pods
+	}
 	return c.l.plan
 }
 

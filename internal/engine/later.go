@@ -195,7 +195,6 @@ func (c *run) held(id workload.JobID, lm LaterMembers, as []placement.Assignment
 	}
 	sort.Strings(h.Nodes)
 	c.l.plan.Held = append(c.l.plan.Held, h)
-	c.l.plan.Stats.PodsHeld += h.Pods
 }
 
 // liftLater, at a gang's own turn, gives back the room held for it, so
@@ -212,8 +211,6 @@ func (c *run) liftLater(pj PendingJob) {
 	for _, h := range c.l.plan.Held {
 		if h.Job != pj.Job.ID {
 			held = append(held, h)
-		} else {
-			c.l.plan.Stats.PodsHeld -= h.Pods
 		}
 	}
 	c.l.plan.Held = held
