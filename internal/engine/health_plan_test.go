@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/corral-dev/corral/internal/build"
-	"github.com/corral-dev/corral/internal/cluster"
 	"github.com/corral-dev/corral/internal/health"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -84,18 +83,7 @@ func TestSparesGiveWayToJobsThatNeedThem(t *testing.T) {
 func TestEscalationEvictsOnlyWhatTheGangStillHolds(t *testing.T) {
 	job := build.Job("g").Pods(3).GPUs(8).Obj()
 	s := build.State(build.Topo("rack"), build.Racks(2, 4))
-	w := &healthWorld{s: s, run: RunningJob{Job: job, Start: t0}}
-	for i, node := range []string{"r0-n-0", "r0-n-1", "r0-n-2"} {
-		n, _ := s.NodeIndex(node)
-		a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-		for k := 0; k < 8; k++ {
-			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-		}
-		if err := s.Allocate(n, a); err != nil {
-			t.Fatal(err)
-		}
-		w.run.Pods = append(w.run.Pods, PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: "g", Index: i}, NodeIndex: n, Alloc: a}, Node: node})
-	}
+	w := newHealthWorldOn(t, s, job, "r0-n-0", "r0-n-1", "r0-n-2")
 	eng := New(Config{Policy: Corral})
 	f1 := w.failDevice(t, "r0-n-0", 3)
 	p1 := eng.Cycle(&Snapshot{State: s, Running: []RunningJob{w.run}, Failures: []health.Failure{f1}, Now: t0})
@@ -181,18 +169,7 @@ func TestPausedGangIsPricedOnce(t *testing.T) {
 	job := build.Job("g").Pods(3).GPUs(8).Obj()
 	job.RestartOverhead = 10 * time.Minute
 	s := build.State(build.Topo("rack"), build.Racks(2, 4))
-	w := &healthWorld{s: s, run: RunningJob{Job: job, Start: t0}}
-	for i, node := range []string{"r0-n-0", "r0-n-1", "r0-n-2"} {
-		n, _ := s.NodeIndex(node)
-		a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-		for k := 0; k < 8; k++ {
-			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-		}
-		if err := s.Allocate(n, a); err != nil {
-			t.Fatal(err)
-		}
-		w.run.Pods = append(w.run.Pods, PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: "g", Index: i}, NodeIndex: n, Alloc: a}, Node: node})
-	}
+	w := newHealthWorldOn(t, s, job, "r0-n-0", "r0-n-1", "r0-n-2")
 	eng := New(Config{Policy: Corral})
 	f1 := w.failDevice(t, "r0-n-0", 3)
 	p1 := eng.Cycle(&Snapshot{State: s, Running: []RunningJob{w.run}, Failures: []health.Failure{f1}, Now: t0.Add(time.Hour)})

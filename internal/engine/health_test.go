@@ -22,7 +22,13 @@ type healthWorld struct {
 
 func newHealthWorld(t *testing.T, job *workload.Job, nodes ...string) *healthWorld {
 	t.Helper()
-	w := &healthWorld{s: build.State(build.Topo("rack"), build.Racks(2, 3))}
+	return newHealthWorldOn(t, build.State(build.Topo("rack"), build.Racks(2, 3)), job, nodes...)
+}
+
+// newHealthWorldOn runs job on state s, its pods in order on nodes.
+func newHealthWorldOn(t *testing.T, s *cluster.State, job *workload.Job, nodes ...string) *healthWorld {
+	t.Helper()
+	w := &healthWorld{s: s}
 	w.run = RunningJob{Job: job, Start: t0}
 	i := 0
 	job.EachPod(func(ref workload.PodRef, r workload.Request) {
@@ -400,20 +406,7 @@ func TestGangSpanningRacksKeepsItsReplacementInItsRacks(t *testing.T) {
 	// to r1, a rack the gang already occupies, not to r2.
 	job := build.Job("g").Pods(3).GPUs(8).Obj()
 	s := build.State(build.Topo("rack"), build.Racks(3, 2))
-	w := &healthWorld{s: s, run: RunningJob{Job: job, Start: t0}}
-	i := 0
-	for _, node := range []string{"r0-n-0", "r0-n-1", "r1-n-0"} {
-		n, _ := s.NodeIndex(node)
-		a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-		for k := 0; k < 8; k++ {
-			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-		}
-		if err := s.Allocate(n, a); err != nil {
-			t.Fatal(err)
-		}
-		w.run.Pods = append(w.run.Pods, PodBind{Placed: cluster.Placed{Pod: workload.PodRef{Job: "g", Index: i}, NodeIndex: n, Alloc: a}, Node: node})
-		i++
-	}
+	w := newHealthWorldOn(t, s, job, "r0-n-0", "r0-n-1", "r1-n-0")
 	f := w.failDevice(t, "r0-n-1", 2)
 	p := New(Config{}).Cycle(&Snapshot{State: s, Running: []RunningJob{w.run}, Failures: []health.Failure{f}, Now: t0})
 	if diff := cmp.Diff([]remediation{{Action: workload.ReplaceRanks, Evicted: []string{"g/0-1"}, Domain: "r1"}}, remediationOf(p)); diff != "" {
