@@ -479,3 +479,66 @@ func TestReclaimPassesReservations(t *testing.T) {
 		}
 	}
 }
+
+// TestFairShareReclaimSparesJobsWithoutCheckpoints: rebalancing capacity
+// nobody is guaranteed never evicts a job that reported no checkpoint in
+// its run (it would lose all its work since start); a guarantee reclaim
+// still does.
+func TestFairShareReclaimSparesJobsWithoutCheckpoints(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	// b holds the whole cluster, 8 one-node jobs; a, which may reclaim,
+	// waits with a 16-GPU job: its fair share is 16 GPUs, b's 48.
+	// reporting says which of b's jobs reported checkpoints (the last 25
+	// minutes ago, 3 hours into their run); the others started 20 minutes
+	// ago and reported none, so evicting them would lose less work.
+	world := func(reporting ...int) (*cluster.State, []RunningJob) {
+		s := build.State(build.Topo("rack"), build.Racks(2, 4))
+		var running []RunningJob
+		for i := 0; i < 8; i++ {
+			v := victim{id: fmt.Sprintf("b-run%d", i), nodes: []string{fmt.Sprintf("r%d-n-%d", i/4, i%4)},
+				ago: 20 * time.Minute, queue: "b"}
+			for _, r := range reporting {
+				if r == i {
+					v.ago, v.sinceCkpt = 3*time.Hour, 25*time.Minute
+				}
+			}
+			running = append(running, v.run(t, s, now))
+		}
+		return s, running
+	}
+	back := build.Job("a-back").Queue("a").Pods(2).GPUs(8).Obj()
+	cases := map[string]struct {
+		reporting   []int
+		aGuaranteed int64
+		want        []string // evicted; nil: a-back waits
+	}{
+		"fair share: the reporting jobs go, though the others would lose less": {
+			reporting: []int{6, 7}, want: []string{"b-run6", "b-run7"},
+		},
+		"fair share: no job reported a checkpoint, nothing is evicted": {},
+		"guarantee: owed whatever it costs, the cheapest go": {
+			reporting: []int{6, 7}, aGuaranteed: 16, want: []string{"b-run0", "b-run1"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, running := world(tc.reporting...)
+			qs := []queue.Spec{{Name: "a", Reclaim: true}, {Name: "b"}}
+			if tc.aGuaranteed > 0 {
+				qs[0].Guarantee = h100(tc.aGuaranteed)
+			}
+			p := New(Config{CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(back), Running: running, Queues: qs, Now: now})
+			if diff := cmp.Diff(tc.want, evicted(p)); diff != "" {
+				t.Fatalf("evicted (-want +got):\n%s\npending %+v", diff, p.Pending)
+			}
+			if placed := outcomeOf(p, "a-back").Placed; placed != (tc.want != nil) {
+				t.Errorf("a-back placed %v, want %v: %+v", placed, tc.want != nil, outcomeOf(p, "a-back"))
+			}
+			for _, ev := range p.Evictions {
+				if ev.Cause != CauseReclaim {
+					t.Errorf("eviction %+v: want Reclaimed", ev)
+				}
+			}
+		})
+	}
+}

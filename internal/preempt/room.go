@@ -299,7 +299,7 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 			kindOf[key] = k
 		}
 		if k == NotAllowed || (k == ByPriority && m.StartedStarved != nil && m.StartedStarved(rj)) ||
-			(k == ByPriority && m.onReserved(rj)) {
+			(k == ByPriority && m.onReserved(rj)) || (k == ByFairShare && m.cfg.Strategy == LeastLost && SparedFromFairShare(rj, m.s.Now)) {
 			continue
 		}
 		units, kinds = m.units(i, units, kinds, k)
@@ -322,7 +322,7 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		}
 	}
 	return m.apply(pj, leaf, gang, units, r, func(u int) cycle.EvictionCause {
-		if kinds[u] == ByReclaim {
+		if kinds[u].Reclaims() {
 			return cycle.CauseReclaim
 		}
 		return cycle.CausePreempt

@@ -43,7 +43,7 @@ func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kin
 		removed := map[string]cycle.Amounts{}
 		var leaves []string
 		for _, u := range set {
-			if kinds[u] != ByReclaim {
+			if !kinds[u].Reclaims() {
 				continue
 			}
 			leaf, _ := m.qs.RunningLeaf(units[u].Job)

@@ -69,7 +69,7 @@ func TestEligible(t *testing.T) {
 			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(12), Guarantee: gpus(16), Fair: gpus(32)},
 			charge: gpus(8),
 			v:      Standing{Queue: "b", Usage: gpus(40), Fair: gpus(16)},
-			want:   ByReclaim,
+			want:   ByFairShare,
 		},
 		"fair share: the move would put it above the other queue's share": {
 			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(24), Fair: gpus(16)},
@@ -125,6 +125,35 @@ func TestKeeps(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := Keeps(tc.p, gpus(8), tc.v, tc.removed); got != tc.want {
 				t.Errorf("Keeps = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSparedFromFairShare: a fair-share reclaim leaves alone a job that
+// reported no checkpoint in its current run (it would lose everything
+// since its start); reports of an earlier run do not count.
+func TestSparedFromFairShare(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0).UTC()
+	start := t0.Add(time.Hour)
+	now := start.Add(3 * time.Hour)
+	cases := map[string]struct {
+		reports []time.Time
+		want    bool
+	}{
+		"no report at all":                        {want: true},
+		"reports of its earlier run only":         {reports: []time.Time{t0.Add(20 * time.Minute), t0.Add(50 * time.Minute)}, want: true},
+		"one report in this run":                  {reports: []time.Time{start.Add(40 * time.Minute)}},
+		"an earlier run's and this run's reports": {reports: []time.Time{t0.Add(50 * time.Minute), start.Add(2 * time.Hour)}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rj := cycle.RunningJob{Job: build.Job("j").Preemptible().Obj(), Start: start}
+			for _, at := range tc.reports {
+				rj.Checkpoints = rj.Checkpoints.Add(at)
+			}
+			if got := SparedFromFairShare(rj, now); got != tc.want {
+				t.Errorf("SparedFromFairShare = %v, want %v", got, tc.want)
 			}
 		})
 	}
