@@ -73,6 +73,12 @@ func TestWorthEvicting(t *testing.T) {
 			victims: []Ending{{Cost: gpuH(10), Left: 50 * h, Known: true}},
 			want:    true,
 		},
+		"room free now contradicts the failed placement: ignored, the victims' end decides": {
+			gpus:    32,
+			room:    -1, // RoomKnown, zero wait
+			victims: []Ending{{Cost: gpuH(100), Left: 50 * h, Known: true}},
+			want:    true,
+		},
 		"no cost: evict": {
 			gpus:    8,
 			victims: []Ending{{Left: 0, Known: true}},
@@ -81,7 +87,7 @@ func TestWorthEvicting(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := Preemptor{GPUs: tc.gpus, Room: tc.room, RoomKnown: tc.room > 0}
+			p := Preemptor{GPUs: tc.gpus, Room: max(tc.room, 0), RoomKnown: tc.room != 0}
 			got, why := WorthEvicting(p, tc.victims)
 			if got != tc.want {
 				t.Fatalf("WorthEvicting = %v (%q), want %v", got, why, tc.want)
