@@ -163,6 +163,7 @@ func (c *SchedulerConfiguration) Default() {
 	setDuration(&c.CycleInterval, DefaultCycleInterval)
 	setString(&c.GPUResourceName, DefaultGPUResourceName)
 	setString(&c.DRADriver, DefaultDRADriver)
+	setString(&c.RuntimeHistory, DefaultRuntimeHistory)
 
 	le := &c.LeaderElection
 	if le.Enabled == nil {
@@ -220,6 +221,11 @@ func (c *SchedulerConfiguration) Validate() error {
 		errs = append(errs, field.Invalid(field.NewPath("managedNodeSelector"), c.ManagedNodeSelector, err.Error()))
 	}
 	errs = append(errs, c.LeaderElection.validate(field.NewPath("leaderElection"))...)
+	if c.RuntimeHistory != RuntimeHistoryOff {
+		if _, _, err := SplitRuntimeHistory(c.RuntimeHistory, c.LeaderElection.Namespace); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("runtimeHistory"), c.RuntimeHistory, err.Error()))
+		}
+	}
 	bp := field.NewPath("backfill")
 	if m := c.Backfill.OnMaxRuntime; m != "" && m != "Terminate" && m != "Requeue" {
 		errs = append(errs, field.NotSupported(bp.Child("onMaxRuntime"), m, []string{"Terminate", "Requeue"}))
@@ -327,4 +333,21 @@ func gpuResource(p *field.Path, v string) field.ErrorList {
 		errs = append(errs, field.Invalid(p, v, "an extended resource needs a domain prefix, e.g. nvidia.com/gpu"))
 	}
 	return errs
+}
+
+// SplitRuntimeHistory reads a runtimeHistory value, "name" or
+// "namespace/name", into the ConfigMap's namespace (ns when none is given)
+// and name.
+func SplitRuntimeHistory(v, ns string) (namespace, name string, err error) {
+	namespace, name = ns, v
+	if i := strings.IndexByte(v, '/'); i >= 0 {
+		namespace, name = v[:i], v[i+1:]
+	}
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return "", "", fmt.Errorf("namespace %q: %s", namespace, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return "", "", fmt.Errorf("ConfigMap name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	return namespace, name, nil
 }

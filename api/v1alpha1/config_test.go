@@ -32,6 +32,7 @@ func defaults() *SchedulerConfiguration {
 		CycleInterval:   metav1.Duration{Duration: time.Second},
 		GPUResourceName: "nvidia.com/gpu",
 		DRADriver:       "gpu.nvidia.com",
+		RuntimeHistory:  "corral-runtime-history",
 	}
 }
 
@@ -102,6 +103,7 @@ pools:
   class: serving
   gpus: 64
   model: H100
+runtimeHistory: ops/gpu-batch-runtimes
 `)
 	off := false
 	want := &SchedulerConfiguration{
@@ -126,6 +128,7 @@ pools:
 		Backfill:            BackfillSettings{MaxReservations: -1, StarveAfter: metav1.Duration{Duration: 12 * time.Hour}, OnMaxRuntime: "Requeue"},
 		Pools: []PoolConfig{{Name: "prefill", Class: "prefill", NodeLabels: map[string]string{"pool": "prefill"}, Others: "Preemptible"},
 			{Name: "spare-h100", Class: "serving", GPUs: 64, Model: "H100"}},
+		RuntimeHistory: "ops/gpu-batch-runtimes",
 	}
 	got, err := LoadConfig(path)
 	if err != nil {
@@ -177,6 +180,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		"gpu resource sans domain": {body: "gpuResourceName: gpu\n", want: []string{"gpuResourceName", "domain prefix"}},
 		"bad dra driver":           {body: "draDriver: GPU_driver\n", want: []string{"draDriver"}},
 		"bad topology name":        {body: "topologyName: My Topology\n", want: []string{"topologyName"}},
+		"bad history name":         {body: "runtimeHistory: Runtimes\n", want: []string{"runtimeHistory", "ConfigMap name"}},
+		"bad history namespace":    {body: "runtimeHistory: a_b/runtimes\n", want: []string{"runtimeHistory", "namespace"}},
 		"every problem is listed": {
 			body: "schedulerName: A\ndraDriver: B\n",
 			want: []string{"schedulerName", "draDriver"},
@@ -212,6 +217,33 @@ func TestEndpointsOff(t *testing.T) {
 	}
 	if c.MetricsAddress != AddressOff || c.HealthAddress != AddressOff {
 		t.Errorf("addresses = %q, %q, want both %q", c.MetricsAddress, c.HealthAddress, AddressOff)
+	}
+}
+
+func TestRuntimeHistoryOff(t *testing.T) {
+	c, err := ParseConfig([]byte(header + "runtimeHistory: \"0\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RuntimeHistory != RuntimeHistoryOff {
+		t.Errorf("runtimeHistory = %q, want %q", c.RuntimeHistory, RuntimeHistoryOff)
+	}
+}
+
+func TestSplitRuntimeHistory(t *testing.T) {
+	for _, tc := range []struct{ in, ns, name string }{
+		{"runtimes", "corral-system", "runtimes"},
+		{"ops/runtimes", "ops", "runtimes"},
+	} {
+		ns, name, err := SplitRuntimeHistory(tc.in, "corral-system")
+		if err != nil || ns != tc.ns || name != tc.name {
+			t.Errorf("SplitRuntimeHistory(%q) = %q, %q, %v; want %q, %q", tc.in, ns, name, err, tc.ns, tc.name)
+		}
+	}
+	for _, bad := range []string{"", "ops/", "/runtimes", "a/b/c", "Runtimes"} {
+		if _, _, err := SplitRuntimeHistory(bad, "corral-system"); err == nil {
+			t.Errorf("SplitRuntimeHistory(%q): want an error", bad)
+		}
 	}
 }
 

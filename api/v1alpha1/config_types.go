@@ -20,6 +20,13 @@ const (
 
 	// AddressOff as metricsAddress or healthAddress turns that endpoint off.
 	AddressOff = "0"
+
+	// DefaultRuntimeHistory is the ConfigMap, in the leader-election
+	// namespace, that keeps learned runtimes across restarts.
+	DefaultRuntimeHistory = "corral-runtime-history"
+	// RuntimeHistoryOff as runtimeHistory keeps learned runtimes in memory
+	// only.
+	RuntimeHistoryOff = "0"
 )
 
 // Default durations of the SchedulerConfiguration; the leader-election ones
@@ -93,6 +100,13 @@ type SchedulerConfiguration struct {
 	// Pools hold capacity for classes of jobs, e.g. prefill servers on
 	// NVLink nodes (docs/backfill.md#held-capacity-pools). Default: none.
 	Pools []PoolConfig `json:"pools,omitempty"`
+
+	// RuntimeHistory is the ConfigMap that keeps the runtimes corral has
+	// learned from completed jobs across restarts and leader changes:
+	// "name" (in the leader-election namespace) or "namespace/name"; "0"
+	// keeps them in memory only (docs/backfill.md#runtime-estimates).
+	// Default: "corral-runtime-history".
+	RuntimeHistory string `json:"runtimeHistory,omitempty"`
 }
 
 // BackfillSettings tunes reservations and runtime limits.

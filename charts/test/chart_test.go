@@ -143,7 +143,8 @@ func TestTemplate(t *testing.T) {
 		"ClusterRole/corral-scheduler", "ClusterRoleBinding/corral-scheduler",
 		"ConfigMap/corral-config", "ConfigMap/corral-dashboard",
 		"CustomResourceDefinition/corralqueues.corral.dev", "CustomResourceDefinition/corraltopologies.corral.dev",
-		"Deployment/corral-scheduler", "Role/corral-leader-election", "RoleBinding/corral-leader-election",
+		"Deployment/corral-scheduler", "Role/corral-leader-election", "Role/corral-runtime-history",
+		"RoleBinding/corral-leader-election", "RoleBinding/corral-runtime-history",
 		"Service/corral-metrics", "ServiceAccount/corral-scheduler",
 	}
 	if !slices.Equal(want, kinds) {
@@ -204,6 +205,17 @@ func TestTemplateOptions(t *testing.T) {
 	role := find(objs, "Role", "corral-leader-election")
 	if got := dig(role, "rules", 1, "resourceNames", 0); got != "gpu-batch" {
 		t.Errorf("Lease Role names %v, want the configured lease gpu-batch", got)
+	}
+	if got := dig(find(render(t, nil), "Role", "corral-runtime-history"), "rules", 1, "resourceNames", 0); got != "corral-runtime-history" {
+		t.Errorf("runtime history Role names %v, want corral-runtime-history", got)
+	}
+	named := render(t, map[string]any{"config": map[string]any{"runtimeHistory": "gpu-batch-runtimes"}})
+	if got := dig(find(named, "Role", "corral-runtime-history"), "rules", 1, "resourceNames", 0); got != "gpu-batch-runtimes" {
+		t.Errorf("runtime history Role names %v, want the configured gpu-batch-runtimes", got)
+	}
+	off := render(t, map[string]any{"config": map[string]any{"runtimeHistory": "0"}})
+	if find(off, "Role", "corral-runtime-history") != nil || find(off, "RoleBinding", "corral-runtime-history") != nil {
+		t.Error("runtime history Role rendered with runtimeHistory: \"0\"")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -47,6 +48,9 @@ type schedulerOptions struct {
 	bindDelay     time.Duration
 	cordonFailed  bool
 	spares        string
+	// runtimeHistory is the ConfigMap keeping learned runtimes
+	// ("name" in the Lease's namespace, or "namespace/name"; "0" or "": off).
+	runtimeHistory string
 	// Backfill settings, as corral sim names them; pools come from the
 	// configuration file only.
 	reservations, reservationsPerQueue int
@@ -101,6 +105,8 @@ active.`,
 	f.DurationVar(&o.starveAfter, "starve-after", 0, "wait after which a job is reserved ahead of everything (0: 24h; negative: off)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate (default) or Requeue a job past its max runtime")
 	f.StringVar(&o.spares, "spares", "", `GPUs held back for replacing failed ranks, e.g. "rack=8" or "rack=8,cluster=16@team-a" (docs/health.md#spares)`)
+	f.StringVar(&o.runtimeHistory, "runtime-history", v1alpha1.DefaultRuntimeHistory,
+		`ConfigMap keeping the runtimes learned from completed jobs across restarts: "name" (in --leader-elect-namespace) or "namespace/name"; "0" keeps them in memory only`)
 	_ = f.MarkHidden("debug-bind-delay")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.Float32Var(&o.qps, "kube-api-qps", 200, "client QPS to the API server")
@@ -138,6 +144,7 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("reservations-per-queue", func() { o.reservationsPerQueue = c.Backfill.MaxReservationsPerQueue })
 	set("starve-after", func() { o.starveAfter = c.Backfill.StarveAfter.Duration })
 	set("on-max-runtime", func() { o.onMaxRuntime = c.Backfill.OnMaxRuntime })
+	set("runtime-history", func() { o.runtimeHistory = c.RuntimeHistory })
 	o.pools = c.Pools
 	set("topology", func() { o.topology = c.TopologyName })
 	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
@@ -275,6 +282,14 @@ func (o schedulerOptions) adapterOptions() (kube.Options, error) {
 	if m := o.onMaxRuntime; m != "" && m != string(engine.Terminate) && m != string(engine.Requeue) {
 		return kube.Options{}, fmt.Errorf("--on-max-runtime %q: want Terminate or Requeue", m)
 	}
+	var history types.NamespacedName
+	if h := o.runtimeHistory; h != "" && h != v1alpha1.RuntimeHistoryOff {
+		ns, name, err := v1alpha1.SplitRuntimeHistory(h, o.leaseNS)
+		if err != nil {
+			return kube.Options{}, fmt.Errorf("--runtime-history: %w", err)
+		}
+		history = types.NamespacedName{Namespace: ns, Name: name}
+	}
 	var pools []cycle.Pool
 	for _, pc := range o.pools {
 		pools = append(pools, cycle.Pool{Name: pc.Name, Class: pc.Class, NodeLabels: pc.NodeLabels,
@@ -286,6 +301,6 @@ func (o schedulerOptions) adapterOptions() (kube.Options, error) {
 		BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed, Spares: spares,
 		Backfill: engine.BackfillConfig{MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 			StarveAfter: o.starveAfter, OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)},
-		Pools: pools,
+		Pools: pools, RuntimeHistory: history,
 	}, nil
 }

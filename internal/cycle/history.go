@@ -50,6 +50,8 @@ type History struct {
 	// acc scores each kind of estimate (declared, learned) against the
 	// runtimes that came true: what Confidence reports.
 	acc map[Source]*scores
+	// runs counts the completed runs observed.
+	runs int
 }
 
 type window struct {
@@ -183,39 +185,63 @@ type keyName struct {
 	who, shape string
 }
 
-// keysOf is j's keys, narrowest first: its user's (when the user is known)
-// and shape, its user's, its queue's and shape, its queue's, every job's.
-// The user keys are not per queue: one user's jobs in two queues are still
-// one user's.
+// keysOf is j's keys, narrowest first (keysOfRun).
 func keysOf(j *workload.Job) (keys [5]histKey, n int) {
-	shape := ShapeOf(j)
-	if j.User != "" {
-		keys[n] = histKey{keyName{SourceUserShape, j.User, shape}, MinUserSamples}
-		keys[n+1] = histKey{keyName{SourceUser, j.User, ""}, MinUserSamples}
+	return keysOfRun(j.User, j.Queue, ShapeOf(j))
+}
+
+// keysOfRun is the keys of a job of this user, queue and shape, narrowest
+// first: its user's (when the user is known) and shape, its user's, its
+// queue's and shape, its queue's, every job's. The user keys are not per
+// queue: one user's jobs in two queues are still one user's.
+func keysOfRun(user, queue, shape string) (keys [5]histKey, n int) {
+	if user != "" {
+		keys[n] = histKey{keyName{SourceUserShape, user, shape}, MinUserSamples}
+		keys[n+1] = histKey{keyName{SourceUser, user, ""}, MinUserSamples}
 		n += 2
 	}
-	keys[n] = histKey{keyName{SourceQueueShape, j.Queue, shape}, MinSamples}
-	keys[n+1] = histKey{keyName{SourceQueue, j.Queue, ""}, MinSamples}
+	keys[n] = histKey{keyName{SourceQueueShape, queue, shape}, MinSamples}
+	keys[n+1] = histKey{keyName{SourceQueue, queue, ""}, MinSamples}
 	keys[n+2] = histKey{keyName{SourceGlobal, "", ""}, MinSamples}
 	return keys, n + 3
 }
 
+// Run is one completed run as the history learns it: whose it was, its
+// size bucket, what it declared and how long it took. A driver that keeps
+// the history across restarts stores these and replays them (ObserveRun).
+type Run struct {
+	User, Queue string
+	Shape       string        // ShapeOf the job
+	Declared    time.Duration // the job's ExpectedRuntime; zero if none
+	Took        time.Duration
+}
+
+// RunOf is the Run of job j that took d.
+func RunOf(j *workload.Job, d time.Duration) Run {
+	return Run{User: j.User, Queue: j.Queue, Shape: ShapeOf(j), Declared: j.ExpectedRuntime, Took: d}
+}
+
 // Observe records a completed run of j that took d.
-func (h *History) Observe(j *workload.Job, d time.Duration) {
+func (h *History) Observe(j *workload.Job, d time.Duration) { h.ObserveRun(RunOf(j, d)) }
+
+// ObserveRun records a completed run. Replaying a driver's stored runs in
+// the order they completed rebuilds the history they were learned into.
+func (h *History) ObserveRun(r Run) {
+	d := r.Took
 	if d <= 0 {
 		return
 	}
+	keys, n := keysOfRun(r.User, r.Queue, r.Shape)
 	// Score what would have been predicted before this run is known.
-	if j.ExpectedRuntime > 0 {
-		h.score(SourceDeclared, j.ExpectedRuntime, d)
+	if r.Declared > 0 {
+		h.score(SourceDeclared, r.Declared, d)
 	}
-	if est, src := h.learned(j); src != SourceNone {
+	if est, src := h.learnedFrom(keys[:n]); src != SourceNone {
 		h.score(SourceGlobal, est, d)
 	}
 	if h.keys == nil {
 		h.keys = map[keyName]*window{}
 	}
-	keys, n := keysOf(j)
 	for _, k := range keys[:n] {
 		w := h.keys[k.name]
 		if w == nil {
@@ -234,15 +260,28 @@ func (h *History) Observe(j *workload.Job, d time.Duration) {
 		w.p = sorted[max(0, min(i, len(sorted)-1))]
 		w.sorted = sorted
 	}
+	h.runs++
+}
+
+// Runs is how many completed runs the history has learned from.
+func (h *History) Runs() int {
+	if h == nil {
+		return 0
+	}
+	return h.runs
 }
 
 // learned returns the percentile of the narrowest key with enough samples.
 func (h *History) learned(j *workload.Job) (time.Duration, Source) {
+	keys, n := keysOf(j)
+	return h.learnedFrom(keys[:n])
+}
+
+func (h *History) learnedFrom(keys []histKey) (time.Duration, Source) {
 	if h == nil || h.keys == nil {
 		return 0, SourceNone
 	}
-	keys, n := keysOf(j)
-	for _, k := range keys[:n] {
+	for _, k := range keys {
 		if w := h.keys[k.name]; w != nil && len(w.runs) >= k.min {
 			return w.p, k.name.src
 		}

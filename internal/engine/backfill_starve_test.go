@@ -111,6 +111,10 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
 		"too much work lost: kept":               {job: straggler(1, 0, true, 49*time.Hour), ran: 40 * time.Hour, waited: 25 * time.Hour},
 		"the gang is not starved yet: kept":      {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: time.Hour},
+		// It started 30 min after the gang starved: corral let it in then
+		// (the gang's hold was not made in that cycle); evicting it now
+		// undoes that decision, and did so cycle after cycle.
+		"started after the gang starved: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: 30 * time.Minute, waited: 25 * time.Hour},
 		// 68.5 GPU-hours idle for a 16-GPU-hour gang: nothing is evicted
 		// for a hold that is not made.
 		"the hold is not worth it: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour,

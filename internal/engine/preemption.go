@@ -3,6 +3,8 @@ package engine
 import (
 	"time"
 
+	"github.com/corral-dev/corral/internal/backfill"
+	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -41,7 +43,25 @@ func (c *run) newRoom() *preempt.Room {
 	if c.qs != nil {
 		qs = c.qs
 	}
-	return preempt.NewRoom(c.e.v.preempt, c.l, c.scorer, c.devices, qs)
+	m := preempt.NewRoom(c.e.v.preempt, c.l, c.scorer, c.devices, qs)
+	if m != nil {
+		m.RoomFrees = c.roomFrees
+	}
+	return m
+}
+
+// roomFrees is how long gang g would wait for room if nothing were
+// evicted: backfill's replay of the running jobs' expected ends on the
+// running view (nodes held for others offer nothing), as a reservation
+// would be found. Priority preemption buys at most that wait
+// (preempt.WorthEvicting).
+func (c *run) roomFrees(g placement.Gang) (time.Duration, bool) {
+	c.l.RetakeHolds()
+	slot, ok := backfill.Earliest(c.l.view, c.l.Holders(), g, c.s.Now, c.s.Runtimes, c.bf.Closed)
+	if !ok {
+		return 0, false
+	}
+	return max(0, slot.Start.Sub(c.s.Now)), true
 }
 
 // RestartCost is preempt.RestartCost, for drivers that report the work an

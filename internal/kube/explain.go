@@ -46,6 +46,7 @@ func (s *Scheduler) Explain(ctx context.Context, namespace, pod string) (*Explan
 	if err := s.cache.Start(ctx); err != nil {
 		return nil, err
 	}
+	s.loadHistory(ctx) // the estimates the scheduler has learned (read only: explain never saves)
 	now := s.opts.Clock()
 	w, err := s.cache.buildWorld(now)
 	if err != nil {

@@ -13,11 +13,21 @@ import (
 
 // runtimeHistory learns how long jobs run from the ones that complete
 // while corral watches, for jobs that declare no expected runtime
-// (docs/backfill.md#runtime-estimates). It is kept in memory: after a
-// restart it starts empty, and declared runtimes and max runtimes still
-// apply.
+// (docs/backfill.md#runtime-estimates). With a store (historystore.go) the
+// latest runs are saved and replayed after a restart; without one it starts
+// empty, and declared runtimes and max runtimes still apply.
 type runtimeHistory struct {
 	hist cycle.History
+	// stored is the latest runs in the order they completed (at most
+	// maxStoredRuns), what the store saves; unsaved counts those since the
+	// last save.
+	stored  []storedRun
+	unsaved int
+	store   historyStore
+	savedAt time.Time
+	// loaded: the store was read (or there is none to read); loadFailed
+	// keeps the warning to one.
+	loaded, loadFailed bool
 	// running is every job seen with all its pods bound: the job as the
 	// engine knew it (its queue resolved) and its pods.
 	running map[workload.JobID]trackedJob
@@ -51,8 +61,8 @@ func (r *runtimeHistory) track(w *world, pods []*corev1.Pod) {
 		}
 		t := r.running[id]
 		delete(r.running, id)
-		if d, ok := succeededRuntime(t.pods, byUID); ok {
-			r.hist.Observe(t.job, d)
+		if d, finished, ok := succeededRun(t.pods, byUID); ok {
+			r.observe(storedRun{Run: cycle.RunOf(t.job, d), Finished: finished})
 		}
 	}
 	for _, kj := range w.jobs {
@@ -65,6 +75,51 @@ func (r *runtimeHistory) track(w *world, pods []*corev1.Pod) {
 		}
 		r.running[kj.job.ID] = t
 	}
+}
+
+// observe learns a completed run and keeps it for the store.
+func (r *runtimeHistory) observe(run storedRun) {
+	r.hist.ObserveRun(run.Run)
+	r.stored = append(r.stored, run)
+	if len(r.stored) > maxStoredRuns {
+		r.stored = append(r.stored[:0:0], r.stored[len(r.stored)-maxStoredRuns:]...)
+	}
+	r.unsaved++
+}
+
+// restore rebuilds the history from stored runs followed by the runs
+// learned since this process started, in the order they completed.
+func (r *runtimeHistory) restore(stored []storedRun) {
+	since := r.stored
+	all := append(append([]storedRun(nil), stored...), since...)
+	sort.SliceStable(all, func(a, b int) bool { return all[a].Finished.Before(all[b].Finished) })
+	if len(all) > maxStoredRuns {
+		all = all[len(all)-maxStoredRuns:]
+	}
+	r.hist, r.stored = cycle.History{}, nil
+	unsaved := r.unsaved
+	for _, run := range all {
+		r.observe(run)
+	}
+	r.unsaved, r.loaded = unsaved, true
+}
+
+// succeededRun is the span from the first container start to the last
+// container finish of pods that all succeeded, and that last finish.
+func succeededRun(uids []types.UID, byUID map[types.UID]*corev1.Pod) (time.Duration, time.Time, bool) {
+	d, ok := succeededRuntime(uids, byUID)
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	var last time.Time
+	for _, uid := range uids {
+		for _, cs := range byUID[uid].Status.ContainerStatuses {
+			if term := cs.State.Terminated; term != nil && term.FinishedAt.Time.After(last) {
+				last = term.FinishedAt.Time
+			}
+		}
+	}
+	return d, last, true
 }
 
 // succeededRuntime is the span from the first container start to the last

@@ -16,9 +16,12 @@ type metrics struct {
 	bindErrors   prometheus.Counter
 	cyclePanics  prometheus.Counter
 	fencedCycles prometheus.Counter
-	binds        *bindMetrics
-	queue        *queueMetrics
-	ops          *opsMetrics
+	// historyRuns and historySaveErrors: the runtime history (historystore.go).
+	historyRuns       prometheus.Gauge
+	historySaveErrors prometheus.Counter
+	binds             *bindMetrics
+	queue             *queueMetrics
+	ops               *opsMetrics
 }
 
 // newMetrics makes the scheduler's metrics and registers them on reg (nil:
@@ -34,13 +37,17 @@ func newMetrics(reg prometheus.Registerer, start time.Time) *metrics {
 		cyclePanics: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_cycle_panics_total", Help: "Cycles that panicked (a bug: see the log)."}),
 		fencedCycles: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_fenced_cycles_total",
 			Help: "Cycles stopped before a batch of writes because the Lease was not provably held."}),
+		historyRuns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_runtime_history_runs",
+			Help: "Completed runs the runtime estimates have learned from (stored ones replayed at start included)."}),
+		historySaveErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_runtime_history_save_errors_total",
+			Help: "Failed writes of the runtime history ConfigMap."}),
 		binds: newBindMetrics(),
 		queue: newQueueMetrics(),
 		ops:   newOpsMetrics(start),
 	}
 	m.ops.setBuildInfo(version.Get())
 	if reg != nil {
-		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics, m.fencedCycles)
+		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics, m.fencedCycles, m.historyRuns, m.historySaveErrors)
 		reg.MustRegister(m.binds.collectors()...)
 		reg.MustRegister(m.queue.collectors()...)
 		reg.MustRegister(m.ops.collectors()...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -48,6 +49,10 @@ type Options struct {
 	// Fence, shared with RunElected, lets the scheduler write only while
 	// its Lease is provably held (fence.go); nil without leader election.
 	Fence *Fence
+	// RuntimeHistory is the ConfigMap that keeps the learned runtimes
+	// across restarts and leader changes (historystore.go); zero keeps them
+	// in memory only.
+	RuntimeHistory types.NamespacedName
 }
 
 // Scheduler drives the engine against a cluster.
@@ -124,6 +129,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry, opts.Clock()), health: newHealthState(opts.Registry)}
+	s.runtimes.store = historyStore{ref: opts.RuntimeHistory}
+	s.runtimes.loaded = !s.runtimes.store.enabled()
 	s.binder = &binder{client: client, cache: c, now: opts.Clock, delay: opts.BindDelay, fence: opts.Fence,
 		metrics: s.metrics.binds, log: opts.Logger}
 	s.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
@@ -142,6 +149,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err := s.cache.Start(ctx); err != nil {
 		return err
 	}
+	s.loadHistory(ctx)
+	defer func() {
+		// What completed since the last save, written while this process
+		// may still hold the Lease.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.saveHistory(ctx, true)
+	}()
 	s.ready.Store(true)
 	s.log.Info("caches synced; scheduling", "scheduler", s.opts.SchedulerName)
 	ticker := time.NewTicker(s.opts.CycleInterval)
@@ -170,6 +185,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		for _, e := range res.EvictErrors {
 			s.log.Warn("eviction failed", "err", e)
 		}
+		s.saveHistory(ctx, false)
 		select {
 		case <-ctx.Done():
 			return nil

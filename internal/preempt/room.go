@@ -119,6 +119,11 @@ type Room struct {
 	// predicts it. Priority preemption must be worth its cost
 	// (WorthEvicting).
 	Remaining func(cycle.RunningJob) (left time.Duration, ok bool)
+	// RoomFrees, set by the engine from backfill's replay of expected
+	// ends, is how long until gang g would fit with no eviction; ok is
+	// false when nothing predicts it. An eviction buys no more than that
+	// wait (WorthEvicting).
+	RoomFrees func(g placement.Gang) (wait time.Duration, ok bool)
 }
 
 // NewRoom sets up one cycle's preemption on the ledger l, placing as scorer
@@ -309,7 +314,7 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		return placement.Result{}, nil, "preemption: " + r.Why
 	}
 	if strategy == LeastLost {
-		if ok, why := m.worthEvicting(pj.Job.GPUs(), units, kinds, r.Victims); !ok {
+		if ok, why := m.worthEvicting(pj, gang, units, kinds, r.Victims); !ok {
 			return placement.Result{}, nil, why
 		}
 		if why := m.deferToCheckpoint(units, r.Victims); why != "" {

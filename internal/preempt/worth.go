@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/corral-dev/corral/internal/cycle"
+	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -19,40 +21,61 @@ type Ending struct {
 	Known bool
 }
 
+// Preemptor is the waiting job as the worth check sees it.
+type Preemptor struct {
+	GPUs float64
+	// Room is how long until room for it is expected to free without any
+	// eviction (backfill's earliest start, from every running job's
+	// expected end); RoomKnown is false when nothing predicts it.
+	Room      time.Duration
+	RoomKnown bool
+}
+
 // WorthEvicting says whether a priority preemption pays for itself: the
 // work the victims lose must be at most what the waiting job would spend
-// waiting for them to end on their own, its GPUs × the expected remaining
-// runtime of the last of them (the room frees only when every victim has
-// gone). A victim whose end nothing predicts counts as never ending, so
-// the priority decides, as before. Without this rule a whole-cluster job
-// of priority 100 evicted an 8-GPU job six minutes before it ended after
-// seven days without a checkpoint: 1,343 GPU-hours thrown away to start a
-// 2-minute job 6 minutes sooner, and the victim's rerun added six days to
-// the makespan (gen:llm seed 52, realistic information). why says, when
-// it is not worth it, what each side weighs.
-func WorthEvicting(gpus float64, victims []Ending) (ok bool, why string) {
+// waiting without it, its GPUs × the wait. The wait ends when the last of
+// the victims would end on their own (the room frees only when every
+// victim has gone), or sooner when running jobs elsewhere are expected to
+// leave it room first (Preemptor.Room): the eviction buys only that much.
+// A victim whose end nothing predicts counts as never ending, so without
+// a known room the priority decides, as before. Without this rule a
+// whole-cluster job of priority 100 evicted an 8-GPU job six minutes
+// before it ended after seven days without a checkpoint: 1,343 GPU-hours
+// thrown away to start a 2-minute job 6 minutes sooner, and the victim's
+// rerun added six days to the makespan (gen:llm seed 52, realistic
+// information). why says, when it is not worth it, what each side weighs.
+func WorthEvicting(p Preemptor, victims []Ending) (ok bool, why string) {
 	var cost float64
 	var last time.Duration
+	known := true
 	for _, v := range victims {
-		if !v.Known {
-			return true, ""
-		}
 		cost += v.Cost
+		if !v.Known {
+			known = false
+			continue
+		}
 		last = max(last, v.Left)
 	}
-	waiting := gpus * last.Seconds()
+	wait, by := last, "the victims are expected to end within"
+	switch {
+	case p.RoomKnown && (!known || p.Room < last):
+		wait, by = max(p.Room, 0), "room for it is expected to free without evicting within"
+	case !known:
+		return true, ""
+	}
+	waiting := p.GPUs * wait.Seconds()
 	if cost <= waiting {
 		return true, ""
 	}
-	return false, fmt.Sprintf("preemption not worth it: the victims would lose %.0f GPU-hours, and are expected to end within %s (%.0f GPU-hours of waiting)",
-		cost/3600, last.Round(time.Minute), waiting/3600)
+	return false, fmt.Sprintf("preemption not worth it: the victims would lose %.0f GPU-hours, and %s %s (%.0f GPU-hours of waiting)",
+		cost/3600, by, wait.Round(time.Minute), waiting/3600)
 }
 
 // worthEvicting applies WorthEvicting to a set found by the search, for a
 // job of priority preemption (ByPriority victims only: reclaim restores a
 // guarantee, whatever it costs). Remaining is the engine's estimate of a
 // running job's remaining runtime (nil: unknown for all).
-func (m *Room) worthEvicting(gpus float64, units []Unit, kinds []Kind, victims []int) (bool, string) {
+func (m *Room) worthEvicting(pj cycle.PendingJob, gang placement.Gang, units []Unit, kinds []Kind, victims []int) (bool, string) {
 	if m.Remaining == nil {
 		return true, ""
 	}
@@ -79,5 +102,9 @@ func (m *Room) worthEvicting(gpus float64, units []Unit, kinds []Kind, victims [
 		left, known := m.Remaining(m.running[i])
 		ends = append(ends, Ending{Cost: cost, Left: left, Known: known})
 	}
-	return WorthEvicting(gpus, ends)
+	p := Preemptor{GPUs: pj.Job.GPUs()}
+	if m.RoomFrees != nil {
+		p.Room, p.RoomKnown = m.RoomFrees(gang)
+	}
+	return WorthEvicting(p, ends)
 }

@@ -11,6 +11,7 @@ func TestWorthEvicting(t *testing.T) {
 	gpuH := func(x float64) float64 { return x * 3600 }
 	cases := map[string]struct {
 		gpus    float64
+		room    time.Duration // when room frees without evicting (0: nothing predicts it)
 		victims []Ending
 		want    bool
 	}{
@@ -51,6 +52,27 @@ func TestWorthEvicting(t *testing.T) {
 			},
 			want: true,
 		},
+		"room frees elsewhere sooner than the victims end: the eviction buys only that wait": {
+			gpus:    32,
+			room:    2 * h,
+			victims: []Ending{{Cost: gpuH(944), Left: 50 * h, Known: true}},
+		},
+		"room frees elsewhere only later than the victims end: the victims' end sets the wait": {
+			gpus:    32,
+			room:    100 * h,
+			victims: []Ending{{Cost: gpuH(944), Left: 20 * h, Known: true}},
+		},
+		"an end nothing predicts, but room frees soon elsewhere: wait": {
+			gpus:    8,
+			room:    time.Hour,
+			victims: []Ending{{Cost: gpuH(500)}},
+		},
+		"room frees soon, but the victims lose little: evict": {
+			gpus:    64,
+			room:    time.Hour,
+			victims: []Ending{{Cost: gpuH(10), Left: 50 * h, Known: true}},
+			want:    true,
+		},
 		"no cost: evict": {
 			gpus:    8,
 			victims: []Ending{{Left: 0, Known: true}},
@@ -59,7 +81,8 @@ func TestWorthEvicting(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, why := WorthEvicting(tc.gpus, tc.victims)
+			p := Preemptor{GPUs: tc.gpus, Room: tc.room, RoomKnown: tc.room > 0}
+			got, why := WorthEvicting(p, tc.victims)
 			if got != tc.want {
 				t.Fatalf("WorthEvicting = %v (%q), want %v", got, why, tc.want)
 			}

@@ -1,0 +1,241 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corral-dev/corral/internal/cycle"
+)
+
+// The runtime history outlives the scheduler (issue 17): estimates learned
+// over weeks of completions must not vanish at every upgrade, crash or
+// leader change, when the new leader would go back to treating every job
+// without a declared runtime as never ending. The last completed runs are
+// kept in a ConfigMap (Options.RuntimeHistory) as CSV and replayed into a
+// fresh history at start.
+const (
+	// historyDataKey is the ConfigMap key holding the runs.
+	historyDataKey = "runs.csv"
+	// maxStoredRuns is how many of the latest runs are kept: ten history
+	// windows' worth, and at 300 bytes a row (long user and queue names)
+	// still under the 1 MiB a ConfigMap may hold.
+	maxStoredRuns = 2000
+	// maxStoredBytes keeps the encoded runs inside a ConfigMap's limit
+	// whatever the names: the oldest rows go first.
+	maxStoredBytes = 900 << 10
+	// historySaveEvery is the least time between two writes: completions
+	// come in bursts, and one write a minute costs the API nothing.
+	historySaveEvery = time.Minute
+)
+
+// historyFieldManager names corral's writes to the ConfigMap.
+const historyFieldManager = "corral-scheduler"
+
+// historyHeader is the CSV header; a stored history with another header is
+// not read (a later version would write its own).
+var historyHeader = []string{"finished", "user", "queue", "shape", "declared_seconds", "took_seconds"}
+
+// storedRun is a completed run as stored: the run the history learned and
+// when it ended (the order to replay them in).
+type storedRun struct {
+	cycle.Run
+	Finished time.Time
+}
+
+var shapePattern = regexp.MustCompile(`^[0-9]+gpu$`)
+
+// encodeRuns writes runs as CSV, dropping the oldest while the result is
+// larger than maxBytes.
+func encodeRuns(runs []storedRun, maxBytes int) (string, int) {
+	for {
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		_ = w.Write(historyHeader)
+		for _, r := range runs {
+			_ = w.Write([]string{r.Finished.UTC().Format(time.RFC3339), r.User, r.Queue, r.Shape,
+				strconv.FormatInt(int64(r.Declared/time.Second), 10), strconv.FormatInt(int64(r.Took/time.Second), 10)})
+		}
+		w.Flush()
+		if b.Len() <= maxBytes || len(runs) == 0 {
+			return b.String(), len(runs)
+		}
+		runs = runs[max(1, len(runs)/10):]
+	}
+}
+
+// decodeRuns reads stored runs. A row that does not parse is skipped and
+// counted (a hand-edited ConfigMap must not stop the scheduler); a missing
+// or foreign header is an error, and nothing is read.
+func decodeRuns(data string) (runs []storedRun, skipped int, err error) {
+	r := csv.NewReader(strings.NewReader(data))
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the header: %w", err)
+	}
+	if strings.Join(header, ",") != strings.Join(historyHeader, ",") {
+		return nil, 0, fmt.Errorf("header %q, want %q", strings.Join(header, ","), strings.Join(historyHeader, ","))
+	}
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			skipped++
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				continue
+			}
+			break
+		}
+		run, ok := parseRun(rec)
+		if !ok {
+			skipped++
+			continue
+		}
+		runs = append(runs, run)
+	}
+	return runs, skipped, nil
+}
+
+func parseRun(rec []string) (storedRun, bool) {
+	if len(rec) != len(historyHeader) {
+		return storedRun{}, false
+	}
+	finished, err := time.Parse(time.RFC3339, rec[0])
+	if err != nil || !shapePattern.MatchString(rec[3]) && rec[3] != "0gpu" {
+		return storedRun{}, false
+	}
+	declared, err1 := strconv.ParseInt(rec[4], 10, 64)
+	took, err2 := strconv.ParseInt(rec[5], 10, 64)
+	const maxSeconds = int64(1<<63-1) / int64(time.Second)
+	if err1 != nil || err2 != nil || declared < 0 || took <= 0 || declared > maxSeconds || took > maxSeconds {
+		return storedRun{}, false
+	}
+	return storedRun{Finished: finished, Run: cycle.Run{User: rec[1], Queue: rec[2], Shape: rec[3],
+		Declared: time.Duration(declared) * time.Second, Took: time.Duration(took) * time.Second}}, true
+}
+
+// historyStore reads and writes the stored runs.
+type historyStore struct {
+	ref types.NamespacedName // zero: the history is kept in memory only
+}
+
+func (h historyStore) enabled() bool { return h.ref.Name != "" }
+
+// load returns the stored runs; none (and no error) when the ConfigMap
+// does not exist yet.
+func (h historyStore) load(ctx context.Context, s *Scheduler) ([]storedRun, int, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(h.ref.Namespace).Get(ctx, h.ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	data, ok := cm.Data[historyDataKey]
+	if !ok {
+		return nil, 0, fmt.Errorf("ConfigMap %s has no %s", h.ref, historyDataKey)
+	}
+	runs, skipped, err := decodeRuns(data)
+	if err != nil {
+		return nil, 0, fmt.Errorf("ConfigMap %s: %w", h.ref, err)
+	}
+	return runs, skipped, nil
+}
+
+// save writes the runs, creating the ConfigMap the first time.
+func (h historyStore) save(ctx context.Context, s *Scheduler, runs []storedRun) (int, error) {
+	data, kept := encodeRuns(runs, maxStoredBytes)
+	cms := s.client.CoreV1().ConfigMaps(h.ref.Namespace)
+	cm, err := cms.Get(ctx, h.ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: h.ref.Name, Namespace: h.ref.Namespace,
+			Labels: map[string]string{"app.kubernetes.io/managed-by": "corral"}},
+			Data: map[string]string{historyDataKey: data}}
+		_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: historyFieldManager})
+		return kept, err
+	}
+	if err != nil {
+		return 0, err
+	}
+	cm = cm.DeepCopy()
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[historyDataKey] = data
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: historyFieldManager})
+	return kept, err
+}
+
+// loadHistory replays the stored runs, then the ones completed since this
+// process started, into a fresh history. Until a load succeeds nothing is
+// saved, so that an unreadable store is never overwritten with less.
+func (s *Scheduler) loadHistory(ctx context.Context) {
+	st := s.runtimes.store
+	if !st.enabled() || s.runtimes.loaded {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	runs, skipped, err := st.load(ctx, s)
+	if err != nil {
+		if !s.runtimes.loadFailed {
+			s.log.Warn("runtime history not loaded; estimates start from what completes now, and nothing is saved until it loads",
+				"configmap", st.ref.String(), "err", err)
+		}
+		s.runtimes.loadFailed = true
+		return
+	}
+	s.runtimes.restore(runs)
+	s.log.Info("runtime history loaded", "configmap", st.ref.String(), "runs", len(runs), "skipped_rows", skipped)
+	s.metrics.historyRuns.Set(float64(s.runtimes.hist.Runs()))
+}
+
+// saveHistory writes the runs when new ones completed, at most once per
+// historySaveEvery unless force (at shutdown).
+func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
+	r := &s.runtimes
+	s.metrics.historyRuns.Set(float64(r.hist.Runs()))
+	if !r.store.enabled() || r.unsaved == 0 {
+		return
+	}
+	now := s.opts.Clock()
+	if !force && !r.savedAt.IsZero() && now.Sub(r.savedAt) < historySaveEvery {
+		return
+	}
+	s.loadHistory(ctx)
+	if !r.loaded {
+		return
+	}
+	if err := s.opts.Fence.Check(); err != nil {
+		return // not the leader for certain: the next one saves
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	kept, err := r.store.save(ctx, s, r.stored)
+	r.savedAt = now
+	if err != nil {
+		s.metrics.historySaveErrors.Inc()
+		s.log.Warn("runtime history not saved", "configmap", r.store.ref.String(), "err", err)
+		return
+	}
+	r.unsaved = 0
+	if kept < len(r.stored) {
+		r.stored = r.stored[len(r.stored)-kept:]
+	}
+}

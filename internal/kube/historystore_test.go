@@ -1,0 +1,224 @@
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cycle"
+)
+
+var historyRef = types.NamespacedName{Namespace: "corral-system", Name: "corral-runtime-history"}
+
+// storedRunOf is a completed run of a job of user, queue and GPUs that took
+// d and finished at minute min after reportT0.
+func storedRunOf(user, queue string, gpus int, d time.Duration, min int) storedRun {
+	j := build.Job("j").Pods(1).GPUs(gpus).Obj()
+	j.User, j.Queue = user, queue
+	return storedRun{Run: cycle.RunOf(j, d), Finished: reportT0.Add(time.Duration(min) * time.Minute)}
+}
+
+// historyScheduler is a scheduler reduced to what the runtime history
+// uses, on client, with the store at historyRef.
+func historyScheduler(client kubernetes.Interface) *Scheduler {
+	s := &Scheduler{client: client, opts: Options{Clock: func() time.Time { return reportT0 }, RuntimeHistory: historyRef},
+		log: slog.New(slog.DiscardHandler), metrics: newMetrics(nil, reportT0)}
+	s.runtimes.store = historyStore{ref: historyRef}
+	return s
+}
+
+func TestEncodeDecodeRuns(t *testing.T) {
+	runs := []storedRun{
+		storedRunOf("alice", "team-a", 8, 3*time.Hour, 1),
+		storedRunOf(`bob, "the builder"`, "team-b", 2, 90*time.Second, 2), // CSV quoting
+		storedRunOf("", "", 0, time.Minute, 3),
+	}
+	runs[0].Declared = 5 * time.Hour
+	data, kept := encodeRuns(runs, maxStoredBytes)
+	if kept != len(runs) {
+		t.Fatalf("kept %d of %d runs", kept, len(runs))
+	}
+	got, skipped, err := decodeRuns(data)
+	if err != nil || skipped != 0 {
+		t.Fatalf("decodeRuns: skipped %d, err %v\n%s", skipped, err, data)
+	}
+	if diff := cmp.Diff(runs, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestEncodeRunsKeepsTheLatestWithinTheLimit: a history larger than a
+// ConfigMap may hold loses its oldest runs, never its newest.
+func TestEncodeRunsKeepsTheLatestWithinTheLimit(t *testing.T) {
+	var runs []storedRun
+	for i := range 1000 {
+		runs = append(runs, storedRunOf(strings.Repeat("u", 60), "q", 8, time.Duration(i+1)*time.Minute, i))
+	}
+	data, kept := encodeRuns(runs, 20<<10)
+	if len(data) > 20<<10 || kept >= len(runs) || kept == 0 {
+		t.Fatalf("encoded %d bytes keeping %d of %d runs, want at most %d bytes and some dropped", len(data), kept, len(runs), 20<<10)
+	}
+	got, _, err := decodeRuns(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := got[len(got)-1]; last.Took != 1000*time.Minute {
+		t.Errorf("the newest run kept took %s, want 1000m", last.Took)
+	}
+}
+
+func TestDecodeRunsRefusesBadInput(t *testing.T) {
+	const header = "finished,user,queue,shape,declared_seconds,took_seconds\n"
+	const good = "2026-11-24T01:00:00Z,alice,team-a,8gpu,0,3600\n"
+	for _, tc := range []struct {
+		name        string
+		data        string
+		wantRuns    int
+		wantSkipped int
+		wantErr     string
+	}{
+		{"good", header + good, 1, 0, ""},
+		{"empty", "", 0, 0, "header"},
+		{"foreign header", "when,who\n" + good, 0, 0, "header"},
+		{"short row", header + "2026-11-24T01:00:00Z,alice\n" + good, 1, 1, ""},
+		{"bad time", header + "yesterday,alice,team-a,8gpu,0,3600\n" + good, 1, 1, ""},
+		{"bad shape", header + "2026-11-24T01:00:00Z,alice,team-a,eight,0,3600\n" + good, 1, 1, ""},
+		{"zero runtime", header + "2026-11-24T01:00:00Z,alice,team-a,8gpu,0,0\n" + good, 1, 1, ""},
+		{"negative declared", header + "2026-11-24T01:00:00Z,alice,team-a,8gpu,-5,60\n" + good, 1, 1, ""},
+		{"overflowing runtime", header + "2026-11-24T01:00:00Z,alice,team-a,8gpu,0,99999999999999999\n" + good, 1, 1, ""},
+		{"bare quote", header + "2026-11-24T01:00:00Z,al\"ice,team-a,8gpu,0,60\n" + good, 1, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs, skipped, err := decodeRuns(tc.data)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one about %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(runs) != tc.wantRuns || skipped != tc.wantSkipped {
+				t.Errorf("got %d runs, %d skipped, err %v; want %d, %d", len(runs), skipped, err, tc.wantRuns, tc.wantSkipped)
+			}
+		})
+	}
+}
+
+// TestRuntimeHistorySurvivesARestart: the runs one scheduler learned are
+// saved to the ConfigMap, and the next scheduler (a restart, a new
+// leader) estimates from them as the first did, runs it learned before
+// the load included.
+func TestRuntimeHistorySurvivesARestart(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	first := historyScheduler(client)
+	first.loadHistory(ctx) // nothing stored yet: an empty start
+	for i := range 12 {
+		first.runtimes.observe(storedRunOf("alice", "team-a", 8, time.Duration(60+i)*time.Minute, i))
+	}
+	first.saveHistory(ctx, false)
+	if first.runtimes.unsaved != 0 {
+		t.Fatalf("%d runs unsaved after the first save", first.runtimes.unsaved)
+	}
+
+	second := historyScheduler(client)
+	// A run that completes before the store is read is kept too.
+	second.runtimes.observe(storedRunOf("alice", "team-a", 8, 2*time.Hour, 100))
+	second.loadHistory(ctx)
+	if got := second.runtimes.hist.Runs(); got != 13 {
+		t.Fatalf("the second scheduler learned from %d runs, want 13", got)
+	}
+	j := build.Job("next").Pods(1).GPUs(8).Obj()
+	j.User, j.Queue = "alice", "team-a"
+	want := &cycle.History{}
+	for _, r := range first.runtimes.stored {
+		want.ObserveRun(r.Run)
+	}
+	want.ObserveRun(storedRunOf("alice", "team-a", 8, 2*time.Hour, 100).Run)
+	wd, wsrc, _ := cycle.Runtime(want, j)
+	gd, gsrc, ok := cycle.Runtime(&second.runtimes.hist, j)
+	if !ok || gd != wd || gsrc != wsrc || gsrc != cycle.SourceUserShape {
+		t.Errorf("estimate after the restart = %s from %q (ok %v), want %s from %q", gd, gsrc, ok, wd, wsrc)
+	}
+	if second.runtimes.unsaved != 1 {
+		t.Errorf("unsaved = %d, want the one run completed before the load", second.runtimes.unsaved)
+	}
+}
+
+// TestUnreadableHistoryIsNotOverwritten: a ConfigMap corral cannot read
+// (another format, hand-edited) is left as it is; the scheduler learns
+// in memory and says why it does not save.
+func TestUnreadableHistoryIsNotOverwritten(t *testing.T) {
+	foreign := "when,who\nmonday,alice\n"
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: historyRef.Name, Namespace: historyRef.Namespace},
+		Data: map[string]string{historyDataKey: foreign}})
+	ctx := context.Background()
+	s := historyScheduler(client)
+	var logged strings.Builder
+	s.log = slog.New(slog.NewTextHandler(&logged, nil))
+	s.loadHistory(ctx)
+	s.runtimes.observe(storedRunOf("alice", "team-a", 8, time.Hour, 1))
+	s.saveHistory(ctx, true)
+	cm, err := client.CoreV1().ConfigMaps(historyRef.Namespace).Get(ctx, historyRef.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Data[historyDataKey]; got != foreign {
+		t.Errorf("the unreadable history was overwritten:\n%s", got)
+	}
+	if s.runtimes.hist.Runs() != 1 {
+		t.Errorf("learned %d runs in memory, want 1", s.runtimes.hist.Runs())
+	}
+	if n := strings.Count(logged.String(), "runtime history not loaded"); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, logged.String())
+	}
+}
+
+// TestHistorySavesAtMostOncePerInterval: completions in a burst make one
+// write, and a later one waits for historySaveEvery.
+func TestHistorySavesAtMostOncePerInterval(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	now := reportT0
+	s := historyScheduler(client)
+	s.opts.Clock = func() time.Time { return now }
+	s.loadHistory(ctx)
+	writes := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "create" || a.GetVerb() == "update" {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 3 {
+		s.runtimes.observe(storedRunOf("alice", "team-a", 8, time.Hour, i))
+		s.saveHistory(ctx, false)
+	}
+	now = now.Add(historySaveEvery / 2)
+	s.runtimes.observe(storedRunOf("alice", "team-a", 8, time.Hour, 10))
+	s.saveHistory(ctx, false)
+	if got := writes(); got != 1 {
+		t.Fatalf("%d writes within %s, want 1", got, historySaveEvery)
+	}
+	now = now.Add(historySaveEvery)
+	s.saveHistory(ctx, false)
+	if got := writes(); got != 2 {
+		t.Errorf("%d writes after %s, want 2", got, historySaveEvery)
+	}
+	cm, _ := client.CoreV1().ConfigMaps(historyRef.Namespace).Get(ctx, historyRef.Name, metav1.GetOptions{})
+	runs, _, err := decodeRuns(cm.Data[historyDataKey])
+	if err != nil || len(runs) != 4 {
+		t.Errorf("stored %d runs (err %v), want 4", len(runs), err)
+	}
+}
