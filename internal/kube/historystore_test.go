@@ -292,3 +292,33 @@ func TestCheckpointsSurviveARestart(t *testing.T) {
 		t.Errorf("prediction after the restart = %+v (ok %v), want the next report at +120m from 2 intervals", p, ok)
 	}
 }
+
+// TestCheckpointChangesThatCauseASave: a new report or the end of a run
+// that had reports needs a save; a run starting or ending without reports
+// does not (a save it caused would hold back the next runs by a minute).
+func TestCheckpointChangesThatCauseASave(t *testing.T) {
+	start := reportT0.Add(time.Hour)
+	rj := func(id string, last time.Time) engine.RunningJob {
+		return engine.RunningJob{Job: build.Job(id).Pods(1).GPUs(8).Obj(), Start: start, Checkpoints: cycle.Checkpoints{}.Add(last)}
+	}
+	var h checkpointHistory
+	steps := []struct {
+		name    string
+		running []engine.RunningJob
+		want    bool
+	}{
+		{"a run starts without reports", []engine.RunningJob{rj("a", time.Time{})}, false},
+		{"it reports", []engine.RunningJob{rj("a", start.Add(30 * time.Minute))}, true},
+		{"the same report again", []engine.RunningJob{rj("a", start.Add(30 * time.Minute))}, false},
+		{"another run starts without reports", []engine.RunningJob{rj("a", start.Add(30 * time.Minute)), rj("b", time.Time{})}, false},
+		{"the run without reports ends", []engine.RunningJob{rj("a", start.Add(30 * time.Minute))}, false},
+		{"the run with reports ends", nil, true},
+	}
+	for _, st := range steps {
+		h.changed = false
+		h.observe(st.running)
+		if h.changed != st.want {
+			t.Errorf("%s: changed = %v, want %v", st.name, h.changed, st.want)
+		}
+	}
+}

@@ -126,7 +126,8 @@ func boundAt(p *corev1.Pod) time.Time {
 // hour at the usual 30-minute interval).
 type checkpointHistory struct {
 	runs map[checkpointRun]cycle.Checkpoints
-	// changed: a report was added or a run ended since the last save.
+	// changed: a report was added, or a run with reports ended, since the
+	// last save.
 	changed bool
 }
 
@@ -153,8 +154,10 @@ func (h *checkpointHistory) observe(running []engine.RunningJob) {
 		seen[key] = c
 		rj.Checkpoints = c
 	}
-	if len(seen) != len(h.runs) {
-		h.changed = true // a run ended or began
+	for key, c := range h.runs {
+		if _, ok := seen[key]; !ok && len(c) > 0 {
+			h.changed = true // a run with reports ended: its row goes
+		}
 	}
 	h.runs = seen
 }
