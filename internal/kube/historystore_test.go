@@ -308,10 +308,10 @@ func TestCheckpointChangesThatCauseASave(t *testing.T) {
 		want    bool
 	}{
 		{"a run starts without reports", []engine.RunningJob{rj("a", time.Time{})}, false},
-		{"it reports", []engine.RunningJob{rj("a", start.Add(30 * time.Minute))}, true},
-		{"the same report again", []engine.RunningJob{rj("a", start.Add(30 * time.Minute))}, false},
-		{"another run starts without reports", []engine.RunningJob{rj("a", start.Add(30 * time.Minute)), rj("b", time.Time{})}, false},
-		{"the run without reports ends", []engine.RunningJob{rj("a", start.Add(30 * time.Minute))}, false},
+		{"it reports", []engine.RunningJob{rj("a", start.Add(30*time.Minute))}, true},
+		{"the same report again", []engine.RunningJob{rj("a", start.Add(30*time.Minute))}, false},
+		{"another run starts without reports", []engine.RunningJob{rj("a", start.Add(30*time.Minute)), rj("b", time.Time{})}, false},
+		{"the run without reports ends", []engine.RunningJob{rj("a", start.Add(30*time.Minute))}, false},
 		{"the run with reports ends", nil, true},
 	}
 	for _, st := range steps {
