@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corral-dev/corral/internal/cycle"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // The runtime history outlives the scheduler (issue 17): estimates learned
@@ -158,15 +160,34 @@ func (h historyStore) load(ctx context.Context, s *Scheduler) ([]storedRun, int,
 	return runs, skipped, nil
 }
 
-// save writes the runs, creating the ConfigMap the first time.
-func (h historyStore) save(ctx context.Context, s *Scheduler, runs []storedRun) (int, error) {
-	data, kept := encodeRuns(runs, maxStoredBytes)
+// loadCheckpoints returns the stored checkpoints of running jobs; none when
+// the key is absent (a history saved before they were kept).
+func (h historyStore) loadCheckpoints(ctx context.Context, s *Scheduler) (map[checkpointRun]cycle.Checkpoints, int, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(h.ref.Namespace).Get(ctx, h.ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	data, ok := cm.Data[checkpointsDataKey]
+	if !ok {
+		return nil, 0, nil
+	}
+	return decodeCheckpoints(data)
+}
+
+// save writes the runs and the running jobs' checkpoints, creating the
+// ConfigMap the first time. kept is how many runs fit.
+func (h historyStore) save(ctx context.Context, s *Scheduler, runs []storedRun, ckpts map[checkpointRun]cycle.Checkpoints) (kept int, err error) {
+	data, kept := encodeRuns(runs, maxStoredBytes-maxCheckpointBytes)
+	cdata := encodeCheckpoints(ckpts, maxCheckpointBytes)
 	cms := s.client.CoreV1().ConfigMaps(h.ref.Namespace)
 	cm, err := cms.Get(ctx, h.ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: h.ref.Name, Namespace: h.ref.Namespace,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "corral"}},
-			Data: map[string]string{historyDataKey: data}}
+			Data: map[string]string{historyDataKey: data, checkpointsDataKey: cdata}}
 		_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: historyFieldManager})
 		return kept, err
 	}
@@ -178,6 +199,7 @@ func (h historyStore) save(ctx context.Context, s *Scheduler, runs []storedRun) 
 		cm.Data = map[string]string{}
 	}
 	cm.Data[historyDataKey] = data
+	cm.Data[checkpointsDataKey] = cdata
 	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: historyFieldManager})
 	return kept, err
 }
@@ -201,8 +223,15 @@ func (s *Scheduler) loadHistory(ctx context.Context) {
 		s.runtimes.loadFailed = true
 		return
 	}
+	ckpts, cskipped, err := st.loadCheckpoints(ctx, s)
+	if err != nil {
+		// Checkpoints only decide waits in the first hour: start without them.
+		s.log.Warn("stored checkpoints not loaded", "configmap", st.ref.String(), "err", err)
+	}
 	s.runtimes.restore(runs)
-	s.log.Info("runtime history loaded", "configmap", st.ref.String(), "runs", len(runs), "skipped_rows", skipped)
+	s.checkpoints.restore(ckpts)
+	s.log.Info("runtime history loaded", "configmap", st.ref.String(), "runs", len(runs), "skipped_rows", skipped,
+		"running_jobs_checkpoints", len(ckpts), "skipped_checkpoint_rows", cskipped)
 	s.metrics.historyRuns.Set(float64(s.runtimes.hist.Runs()))
 }
 
@@ -211,7 +240,7 @@ func (s *Scheduler) loadHistory(ctx context.Context) {
 func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
 	r := &s.runtimes
 	s.metrics.historyRuns.Set(float64(r.hist.Runs()))
-	if !r.store.enabled() || r.unsaved == 0 {
+	if !r.store.enabled() || r.unsaved == 0 && !s.checkpoints.changed {
 		return
 	}
 	now := s.opts.Clock()
@@ -227,15 +256,116 @@ func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kept, err := r.store.save(ctx, s, r.stored)
+	kept, err := r.store.save(ctx, s, r.stored, s.checkpoints.runs)
 	r.savedAt = now
 	if err != nil {
 		s.metrics.historySaveErrors.Inc()
 		s.log.Warn("runtime history not saved", "configmap", r.store.ref.String(), "err", err)
 		return
 	}
-	r.unsaved = 0
+	r.unsaved, s.checkpoints.changed = 0, false
 	if kept < len(r.stored) {
 		r.stored = r.stored[len(r.stored)-kept:]
 	}
+}
+
+// The checkpoints running jobs reported are kept beside the runs, so that
+// after a restart a victim whose checkpoints were regular is still waited
+// for (docs/preemption.md): the annotation holds only the last one, and the
+// engine waits only once two intervals were seen. One row per running job's
+// run, its last maxStoredCheckpoints reports.
+const (
+	checkpointsDataKey   = "checkpoints.csv"
+	maxStoredCheckpoints = 4
+	// maxCheckpointBytes is the share of the ConfigMap the checkpoints may
+	// take (some 2,500 running jobs); past it the runs started last are
+	// left out.
+	maxCheckpointBytes = 300 << 10
+)
+
+var checkpointsHeader = []string{"job", "started", "checkpoints"}
+
+// encodeCheckpoints writes each run's last reports, by job then start.
+func encodeCheckpoints(runs map[checkpointRun]cycle.Checkpoints, maxBytes int) string {
+	keys := make([]checkpointRun, 0, len(runs))
+	for k, c := range runs {
+		if len(c) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].job != keys[b].job {
+			return keys[a].job < keys[b].job
+		}
+		return keys[a].start.Before(keys[b].start)
+	})
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	_ = w.Write(checkpointsHeader)
+	for _, k := range keys {
+		c := runs[k]
+		c = c[max(0, len(c)-maxStoredCheckpoints):]
+		times := make([]string, len(c))
+		for i, t := range c {
+			times[i] = t.UTC().Format(time.RFC3339Nano)
+		}
+		w.Flush()
+		if b.Len() > maxBytes {
+			break
+		}
+		_ = w.Write([]string{string(k.job), k.start.UTC().Format(time.RFC3339Nano), strings.Join(times, " ")})
+	}
+	w.Flush()
+	return b.String()
+}
+
+// decodeCheckpoints reads stored checkpoints; rows that do not parse are
+// skipped and counted, a foreign header is an error.
+func decodeCheckpoints(data string) (map[checkpointRun]cycle.Checkpoints, int, error) {
+	r := csv.NewReader(strings.NewReader(data))
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading the checkpoints header: %w", err)
+	}
+	if strings.Join(header, ",") != strings.Join(checkpointsHeader, ",") {
+		return nil, 0, fmt.Errorf("checkpoints header %q, want %q", strings.Join(header, ","), strings.Join(checkpointsHeader, ","))
+	}
+	out := map[checkpointRun]cycle.Checkpoints{}
+	skipped := 0
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var pe *csv.ParseError
+		if err != nil && !errors.As(err, &pe) {
+			return out, skipped + 1, nil
+		}
+		if err != nil || len(rec) != len(checkpointsHeader) || rec[0] == "" {
+			skipped++
+			continue
+		}
+		start, err := time.Parse(time.RFC3339Nano, rec[1])
+		if err != nil {
+			skipped++
+			continue
+		}
+		var c cycle.Checkpoints
+		ok := true
+		for _, f := range strings.Fields(rec[2]) {
+			t, err := time.Parse(time.RFC3339Nano, f)
+			if err != nil {
+				ok = false
+				break
+			}
+			c = c.Add(t)
+		}
+		if !ok || len(c) == 0 {
+			skipped++
+			continue
+		}
+		out[checkpointRun{job: workload.JobID(rec[0]), start: start}] = c
+	}
+	return out, skipped, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cycle"
+	"github.com/corral-dev/corral/internal/engine"
 )
 
 var historyRef = types.NamespacedName{Namespace: "corral-system", Name: "corral-runtime-history"}
@@ -220,5 +221,104 @@ func TestHistorySavesAtMostOncePerInterval(t *testing.T) {
 	runs, _, err := decodeRuns(cm.Data[historyDataKey])
 	if err != nil || len(runs) != 4 {
 		t.Errorf("stored %d runs (err %v), want 4", len(runs), err)
+	}
+}
+
+func TestEncodeDecodeCheckpoints(t *testing.T) {
+	start := reportT0.Add(time.Hour)
+	runs := map[checkpointRun]cycle.Checkpoints{}
+	var c cycle.Checkpoints
+	for i := 1; i <= 6; i++ {
+		c = c.Add(start.Add(time.Duration(i) * 30 * time.Minute))
+	}
+	runs[checkpointRun{job: "job/ns/a", start: start}] = c
+	runs[checkpointRun{job: "job/ns/b", start: start.Add(time.Minute)}] = nil // no report: not stored
+	got, skipped, err := decodeCheckpoints(encodeCheckpoints(runs, maxCheckpointBytes))
+	if err != nil || skipped != 0 {
+		t.Fatalf("decode: skipped %d, err %v", skipped, err)
+	}
+	want := map[checkpointRun]cycle.Checkpoints{{job: "job/ns/a", start: start}: c[len(c)-maxStoredCheckpoints:]}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(checkpointRun{})); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+
+	const header = "job,started,checkpoints\n"
+	for name, data := range map[string]string{
+		"bad start":  header + "job/ns/a,soon,2026-11-24T01:00:00Z\n",
+		"bad time":   header + "job/ns/a,2026-11-24T00:00:00Z,2026-11-24T01:00:00Z later\n",
+		"no reports": header + "job/ns/a,2026-11-24T00:00:00Z,\n",
+		"no job":     header + ",2026-11-24T00:00:00Z,2026-11-24T01:00:00Z\n",
+	} {
+		got, skipped, err := decodeCheckpoints(data)
+		if err != nil || skipped != 1 || len(got) != 0 {
+			t.Errorf("%s: %d runs, %d skipped, err %v; want the row skipped", name, len(got), skipped, err)
+		}
+	}
+	if _, _, err := decodeCheckpoints("job,when\n"); err == nil {
+		t.Error("a foreign header was read")
+	}
+}
+
+// TestCheckpointsSurviveARestart: the reports a running job made while one
+// scheduler watched are stored; the next scheduler, which sees only the
+// annotation's last value, still has the job's intervals, so its next
+// checkpoint is predictable at once (without the store it would take two
+// more intervals).
+func TestCheckpointsSurviveARestart(t *testing.T) {
+	client := fake.NewClientset()
+	ctx := context.Background()
+	start := reportT0.Add(time.Hour)
+	job := build.Job("job/ns/train").Pods(2).GPUs(8).Preemptible().Obj()
+	running := func(last time.Time) []engine.RunningJob {
+		return []engine.RunningJob{{Job: job, Start: start, Checkpoints: cycle.Checkpoints{}.Add(last)}}
+	}
+	first := historyScheduler(client)
+	first.loadHistory(ctx)
+	for i := 1; i <= 3; i++ {
+		first.checkpoints.observe(running(start.Add(time.Duration(i) * 30 * time.Minute)))
+	}
+	first.saveHistory(ctx, false)
+
+	second := historyScheduler(client)
+	second.loadHistory(ctx)
+	now := running(start.Add(90 * time.Minute))
+	second.checkpoints.observe(now)
+	got := now[0].Checkpoints
+	if len(got) != 3 {
+		t.Fatalf("after the restart the run has %d reports, want 3: %v", len(got), got)
+	}
+	p, ok := got.Within(start, start.Add(100*time.Minute)).Predict()
+	if !ok || p.Intervals != 2 || !p.Next.Equal(start.Add(120*time.Minute)) {
+		t.Errorf("prediction after the restart = %+v (ok %v), want the next report at +120m from 2 intervals", p, ok)
+	}
+}
+
+// TestCheckpointChangesThatCauseASave: a new report or the end of a run
+// that had reports needs a save; a run starting or ending without reports
+// does not (a save it caused would hold back the next runs by a minute).
+func TestCheckpointChangesThatCauseASave(t *testing.T) {
+	start := reportT0.Add(time.Hour)
+	rj := func(id string, last time.Time) engine.RunningJob {
+		return engine.RunningJob{Job: build.Job(id).Pods(1).GPUs(8).Obj(), Start: start, Checkpoints: cycle.Checkpoints{}.Add(last)}
+	}
+	var h checkpointHistory
+	steps := []struct {
+		name    string
+		running []engine.RunningJob
+		want    bool
+	}{
+		{"a run starts without reports", []engine.RunningJob{rj("a", time.Time{})}, false},
+		{"it reports", []engine.RunningJob{rj("a", start.Add(30*time.Minute))}, true},
+		{"the same report again", []engine.RunningJob{rj("a", start.Add(30*time.Minute))}, false},
+		{"another run starts without reports", []engine.RunningJob{rj("a", start.Add(30*time.Minute)), rj("b", time.Time{})}, false},
+		{"the run without reports ends", []engine.RunningJob{rj("a", start.Add(30*time.Minute))}, false},
+		{"the run with reports ends", nil, true},
+	}
+	for _, st := range steps {
+		h.changed = false
+		h.observe(st.running)
+		if h.changed != st.want {
+			t.Errorf("%s: changed = %v, want %v", st.name, h.changed, st.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,16 +117,18 @@ func boundAt(p *corev1.Pod) time.Time {
 // its start, so a restarted job starts a new history; runs that no longer
 // hold pods are forgotten at the next cycle.
 //
-// It lives in memory only. After a scheduler restart a job's history
-// starts again from the value the annotation holds then, so preemption
-// waits for none of its checkpoints until it has reported two more
-// intervals (at most an hour at the usual 30-minute interval); until then
-// it is evicted at once, which loses the work since its last checkpoint,
-// as before the wait existed. Persisting it (an annotation of recent
-// intervals written back to pods) would cost a write per checkpoint per
-// pod on the cycle's path for that hour's benefit.
+// With a runtime history store (historystore.go) the last reports of each
+// running job's run are saved with it, at most once a minute, and restored
+// at start, so a restarted or newly elected scheduler still waits for a
+// victim whose checkpoints were regular. Without one, a job's history starts
+// again from the value the annotation holds, and preemption waits for none
+// of its checkpoints until it has reported two more intervals (at most an
+// hour at the usual 30-minute interval).
 type checkpointHistory struct {
 	runs map[checkpointRun]cycle.Checkpoints
+	// changed: a report was added, or a run with reports ended, since the
+	// last save.
+	changed bool
 }
 
 type checkpointRun struct {
@@ -141,11 +144,40 @@ func (h *checkpointHistory) observe(running []engine.RunningJob) {
 		rj := &running[i]
 		key := checkpointRun{job: rj.Job.ID, start: rj.Start}
 		c := h.runs[key]
+		n := len(c)
 		for _, t := range rj.Checkpoints {
 			c = c.Add(t)
+		}
+		if len(c) != n || n > 0 && !c.Last().Equal(h.runs[key].Last()) {
+			h.changed = true
 		}
 		seen[key] = c
 		rj.Checkpoints = c
 	}
+	for key, c := range h.runs {
+		if _, ok := seen[key]; !ok && len(c) > 0 {
+			h.changed = true // a run with reports ended: its row goes
+		}
+	}
 	h.runs = seen
+}
+
+// restore merges stored reports into the runs' histories; a run that is
+// not running any more is dropped at the next observe.
+func (h *checkpointHistory) restore(stored map[checkpointRun]cycle.Checkpoints) {
+	if len(stored) == 0 {
+		return
+	}
+	if h.runs == nil {
+		h.runs = map[checkpointRun]cycle.Checkpoints{}
+	}
+	for key, c := range stored {
+		all := append(append([]time.Time(nil), c...), h.runs[key]...)
+		sort.Slice(all, func(a, b int) bool { return all[a].Before(all[b]) })
+		var merged cycle.Checkpoints
+		for _, t := range all {
+			merged = merged.Add(t)
+		}
+		h.runs[key] = merged
+	}
 }
