@@ -50,12 +50,18 @@ func (c *run) newRoom() *preempt.Room {
 	return m
 }
 
-// roomFrees is how long gang g would wait for room if nothing were
-// evicted: backfill's replay of the running jobs' expected ends on the
-// running view (nodes held for others offer nothing), as a reservation
-// would be found. Priority preemption buys at most that wait
-// (preempt.WorthEvicting).
-func (c *run) roomFrees(g placement.Gang) (time.Duration, bool) {
+// roomFrees is how long job j (gang g) would wait for room if nothing
+// were evicted: backfill's replay of the running jobs' expected ends on
+// the running view (nodes held for others offer nothing), as a
+// reservation would be found. With queues it counts only room backfill
+// holds for the job (backfill.HeldRoom): each queue gets one reservation
+// a cycle and the cycle's order interleaves the queues by fair share, so
+// room nobody holds went to other jobs first (docs/preemption.md).
+// Priority preemption buys at most that wait (preempt.WorthEvicting).
+func (c *run) roomFrees(j *workload.Job, g placement.Gang) (time.Duration, bool) {
+	if c.qs != nil {
+		return c.bf.HeldRoom(j, g)
+	}
 	c.l.RetakeHolds()
 	slot, ok := backfill.Earliest(c.l.view, c.l.Holders(), g, c.s.Now, c.s.Runtimes, c.bf.Closed)
 	if !ok {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/queue"
 )
 
 // TestPriorityPreemptionMustBeWorthIt: a higher-priority job does not evict
@@ -73,23 +74,42 @@ func TestPriorityPreemptionMustBeWorthIt(t *testing.T) {
 // 46: a 32-GPU job of one minute evicted 1,687 GPU-hours of jobs that had
 // run for days, weighed against the 70 hours the last of them was
 // expected to run on). When that other job runs on for a month, the
-// victims' end sets the wait and the eviction goes ahead.
+// victims' end sets the wait and the eviction goes ahead. With queues,
+// room that no reservation holds for the preemptor (here: reservations
+// off, as when its queue's one reservation went to another job) buys
+// nothing: jobs that fit first take it (queues workload, tuning seed 42).
 func TestPriorityPreemptionBuysOnlyTheWaitForRoom(t *testing.T) {
 	ran := 167*time.Hour + 54*time.Minute
 	cases := map[string]struct {
-		otherLeft time.Duration // the non-preemptible job's expected remaining runtime
-		wantEvict bool
+		otherLeft      time.Duration // the non-preemptible job's expected remaining runtime
+		queues         bool
+		noReservations bool
+		wantEvict      bool
 	}{
 		"room frees in ten minutes without evicting: the preemptor waits":     {otherLeft: 10 * time.Minute},
 		"room frees only in a month: the victim's end sets the wait, evicted": {otherLeft: 30 * 24 * time.Hour, wantEvict: true},
+		"no queues, nothing holds the room: the preemptor still waits": {
+			otherLeft: 10 * time.Minute, noReservations: true,
+		},
+		"queues, its reservation holds the room: the preemptor waits": {
+			otherLeft: 10 * time.Minute, queues: true,
+		},
+		"queues, nothing holds the room for the job: evicted": {
+			otherLeft: 10 * time.Minute, queues: true, noReservations: true, wantEvict: true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			now := t0.Add(30 * 24 * time.Hour)
 			s := build.State(build.Topo("rack"), build.Racks(1, 3))
-			long := build.Job("long").GPUs(8).Preemptible().Obj()
+			queueName := ""
+			var queues []queue.Spec
+			if tc.queues {
+				queueName, queues = "team", []queue.Spec{{Name: "team"}}
+			}
+			long := build.Job("long").Queue(queueName).GPUs(8).Preemptible().Obj()
 			long.Submit = now.Add(-ran)
-			other := build.Job("other").GPUs(8).Expected(time.Hour + tc.otherLeft).Obj()
+			other := build.Job("other").Queue(queueName).GPUs(8).Expected(time.Hour + tc.otherLeft).Obj()
 			other.Submit = now.Add(-time.Hour)
 			running := []RunningJob{
 				pin(t, s, long, now.Add(-ran), "r0-n-0"),
@@ -100,10 +120,14 @@ func TestPriorityPreemptionBuysOnlyTheWaitForRoom(t *testing.T) {
 			for i := 0; i < 10; i++ {
 				hist.Observe(past, 408*time.Hour) // the long victim has ten days to go
 			}
-			hi := build.Job("hi").Pods(2).GPUs(8).Priority(100).Obj()
+			hi := build.Job("hi").Queue(queueName).Pods(2).GPUs(8).Priority(100).Obj()
 			hi.Submit = now
-			p := New(Config{Policy: Corral, CheckpointWait: -1}).Cycle(&Snapshot{State: s, Now: now,
-				Pending: pendingOf(hi), Running: running, Runtimes: hist})
+			cfg := Config{Policy: Corral, CheckpointWait: -1}
+			if tc.noReservations {
+				cfg.Backfill.MaxReservations = -1
+			}
+			p := New(cfg).Cycle(&Snapshot{State: s, Now: now,
+				Pending: pendingOf(hi), Running: running, Runtimes: hist, Queues: queues})
 			if got := len(evicted(p)) == 1; got != tc.wantEvict {
 				t.Fatalf("evicted %v, want eviction %v; reason %q", evicted(p), tc.wantEvict, reasonOf(p, "hi").Message)
 			}

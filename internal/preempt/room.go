@@ -120,10 +120,11 @@ type Room struct {
 	// (WorthEvicting).
 	Remaining func(cycle.RunningJob) (left time.Duration, ok bool)
 	// RoomFrees, set by the engine from backfill's replay of expected
-	// ends, is how long until gang g would fit with no eviction; ok is
-	// false when nothing predicts it. An eviction buys no more than that
-	// wait (WorthEvicting).
-	RoomFrees func(g placement.Gang) (wait time.Duration, ok bool)
+	// ends, is how long until job j's gang g would fit with no eviction
+	// (with queues, only in room held for it: a reservation); ok is false
+	// when nothing predicts it. An eviction buys no more than that wait
+	// (WorthEvicting).
+	RoomFrees func(j *workload.Job, g placement.Gang) (wait time.Duration, ok bool)
 }
 
 // NewRoom sets up one cycle's preemption on the ledger l, placing as scorer

@@ -26,7 +26,8 @@ type Preemptor struct {
 	GPUs float64
 	// Room is how long until room for it is expected to free without any
 	// eviction (backfill's earliest start, from every running job's
-	// expected end); RoomKnown is false when nothing predicts it.
+	// expected end; with queues, only room held for it); RoomKnown is
+	// false when nothing predicts it or, with queues, nothing holds it.
 	Room      time.Duration
 	RoomKnown bool
 }
@@ -106,7 +107,7 @@ func (m *Room) worthEvicting(pj cycle.PendingJob, gang placement.Gang, units []U
 	}
 	p := Preemptor{GPUs: pj.Job.GPUs()}
 	if m.RoomFrees != nil {
-		p.Room, p.RoomKnown = m.RoomFrees(gang)
+		p.Room, p.RoomKnown = m.RoomFrees(pj.Job, gang)
 	}
 	return WorthEvicting(p, ends)
 }
