@@ -28,6 +28,8 @@ type runtimeHistory struct {
 	// loaded: the store was read (or there is none to read); loadFailed
 	// keeps the warning to one.
 	loaded, loadFailed bool
+	// saveFailing keeps the save warning to one per episode.
+	saveFailing bool
 	// running is every job seen with all its pods bound: the job as the
 	// engine knew it (its queue resolved) and its pods.
 	running map[workload.JobID]trackedJob

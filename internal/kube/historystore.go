@@ -260,9 +260,18 @@ func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
 	r.savedAt = now
 	if err != nil {
 		s.metrics.historySaveErrors.Inc()
-		s.log.Warn("runtime history not saved", "configmap", r.store.ref.String(), "err", err)
+		if !r.saveFailing {
+			// Once per episode: a missing namespace or permission fails
+			// every minute until fixed, and the metric counts each.
+			s.log.Warn("runtime history not saved; retrying every minute", "configmap", r.store.ref.String(), "err", err)
+		}
+		r.saveFailing = true
 		return
 	}
+	if r.saveFailing {
+		s.log.Info("runtime history saved again", "configmap", r.store.ref.String())
+	}
+	r.saveFailing = false
 	r.unsaved, s.checkpoints.changed = 0, false
 	if kept < len(r.stored) {
 		r.stored = r.stored[len(r.stored)-kept:]

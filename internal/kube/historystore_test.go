@@ -2,17 +2,21 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cycle"
@@ -320,5 +324,43 @@ func TestCheckpointChangesThatCauseASave(t *testing.T) {
 		if h.changed != st.want {
 			t.Errorf("%s: changed = %v, want %v", st.name, h.changed, st.want)
 		}
+	}
+}
+
+// TestFailingSavesWarnOnce: a store that cannot be written (here: a
+// namespace that does not exist is simulated by a client refusing
+// creates) is retried every minute, counted each time, and warned about
+// once until a save succeeds again.
+func TestFailingSavesWarnOnce(t *testing.T) {
+	client := fake.NewClientset()
+	refuse := true
+	client.PrependReactor("create", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse {
+			return true, nil, fmt.Errorf("namespaces %q not found", historyRef.Namespace)
+		}
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	now := reportT0
+	s := historyScheduler(client)
+	s.opts.Clock = func() time.Time { return now }
+	var logged strings.Builder
+	s.log = slog.New(slog.NewTextHandler(&logged, nil))
+	s.loadHistory(ctx)
+	for i := range 3 {
+		s.runtimes.observe(storedRunOf("alice", "team-a", 8, time.Hour, i))
+		s.saveHistory(ctx, false)
+		now = now.Add(historySaveEvery)
+	}
+	if n := strings.Count(logged.String(), "runtime history not saved"); n != 1 {
+		t.Errorf("warned %d times over 3 failed saves, want once:\n%s", n, logged.String())
+	}
+	if got := testutil.ToFloat64(s.metrics.historySaveErrors); got != 3 {
+		t.Errorf("save errors counted %v, want 3", got)
+	}
+	refuse = false
+	s.saveHistory(ctx, false)
+	if s.runtimes.unsaved != 0 || !strings.Contains(logged.String(), "runtime history saved again") {
+		t.Errorf("after the store came back: %d unsaved, log:\n%s", s.runtimes.unsaved, logged.String())
 	}
 }
