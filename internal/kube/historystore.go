@@ -82,14 +82,9 @@ func encodeRuns(runs []storedRun, maxBytes int) (string, int) {
 // counted (a hand-edited ConfigMap must not stop the scheduler); a missing
 // or foreign header is an error, and nothing is read.
 func decodeRuns(data string) (runs []storedRun, skipped int, err error) {
-	r := csv.NewReader(strings.NewReader(data))
-	r.FieldsPerRecord = -1
-	header, err := r.Read()
+	r, err := csvAfterHeader(data, historyHeader)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the header: %w", err)
-	}
-	if strings.Join(header, ",") != strings.Join(historyHeader, ",") {
-		return nil, 0, fmt.Errorf("header %q, want %q", strings.Join(header, ","), strings.Join(historyHeader, ","))
+		return nil, 0, err
 	}
 	for {
 		rec, err := r.Read()
@@ -112,6 +107,23 @@ func decodeRuns(data string) (runs []storedRun, skipped int, err error) {
 		runs = append(runs, run)
 	}
 	return runs, skipped, nil
+}
+
+// csvAfterHeader is a reader of data positioned after its header, which
+// must be want (a stored history with another header is not read: a later
+// version writes its own). Rows may have any number of fields; the caller
+// checks them.
+func csvAfterHeader(data string, want []string) (*csv.Reader, error) {
+	r := csv.NewReader(strings.NewReader(data))
+	r.FieldsPerRecord = -1
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("reading the header: %w", err)
+	}
+	if strings.Join(header, ",") != strings.Join(want, ",") {
+		return nil, fmt.Errorf("header %q, want %q", strings.Join(header, ","), strings.Join(want, ","))
+	}
+	return r, nil
 }
 
 func parseRun(rec []string) (storedRun, bool) {
@@ -139,42 +151,41 @@ type historyStore struct {
 
 func (h historyStore) enabled() bool { return h.ref.Name != "" }
 
-// load returns the stored runs; none (and no error) when the ConfigMap
-// does not exist yet.
-func (h historyStore) load(ctx context.Context, s *Scheduler) ([]storedRun, int, error) {
+// stored is what the ConfigMap holds, decoded.
+type stored struct {
+	runs    []storedRun
+	skipped int // rows of runs that did not parse
+	ckpts   map[checkpointRun]cycle.Checkpoints
+	// ckptSkipped counts checkpoint rows that did not parse; ckptErr says
+	// why none could be read (a foreign header): the runs still count.
+	ckptSkipped int
+	ckptErr     error
+}
+
+// load reads the stored runs and the running jobs' checkpoints with one
+// read; nothing (and no error) when the ConfigMap does not exist yet. A
+// missing checkpoints key is no error (a history saved before they were
+// kept); missing or unreadable runs are.
+func (h historyStore) load(ctx context.Context, s *Scheduler) (stored, error) {
 	cm, err := s.client.CoreV1().ConfigMaps(h.ref.Namespace).Get(ctx, h.ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, 0, nil
+		return stored{}, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return stored{}, err
 	}
 	data, ok := cm.Data[historyDataKey]
 	if !ok {
-		return nil, 0, fmt.Errorf("ConfigMap %s has no %s", h.ref, historyDataKey)
+		return stored{}, fmt.Errorf("ConfigMap %s has no %s", h.ref, historyDataKey)
 	}
-	runs, skipped, err := decodeRuns(data)
-	if err != nil {
-		return nil, 0, fmt.Errorf("ConfigMap %s: %w", h.ref, err)
+	var st stored
+	if st.runs, st.skipped, err = decodeRuns(data); err != nil {
+		return stored{}, fmt.Errorf("ConfigMap %s: %w", h.ref, err)
 	}
-	return runs, skipped, nil
-}
-
-// loadCheckpoints returns the stored checkpoints of running jobs; none when
-// the key is absent (a history saved before they were kept).
-func (h historyStore) loadCheckpoints(ctx context.Context, s *Scheduler) (map[checkpointRun]cycle.Checkpoints, int, error) {
-	cm, err := s.client.CoreV1().ConfigMaps(h.ref.Namespace).Get(ctx, h.ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, 0, nil
+	if cdata, ok := cm.Data[checkpointsDataKey]; ok {
+		st.ckpts, st.ckptSkipped, st.ckptErr = decodeCheckpoints(cdata)
 	}
-	if err != nil {
-		return nil, 0, err
-	}
-	data, ok := cm.Data[checkpointsDataKey]
-	if !ok {
-		return nil, 0, nil
-	}
-	return decodeCheckpoints(data)
+	return st, nil
 }
 
 // save writes the runs and the running jobs' checkpoints, creating the
@@ -214,7 +225,7 @@ func (s *Scheduler) loadHistory(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	runs, skipped, err := st.load(ctx, s)
+	got, err := st.load(ctx, s)
 	if err != nil {
 		if !s.runtimes.loadFailed {
 			s.log.Warn("runtime history not loaded; estimates start from what completes now, and nothing is saved until it loads",
@@ -223,15 +234,14 @@ func (s *Scheduler) loadHistory(ctx context.Context) {
 		s.runtimes.loadFailed = true
 		return
 	}
-	ckpts, cskipped, err := st.loadCheckpoints(ctx, s)
-	if err != nil {
+	if got.ckptErr != nil {
 		// Checkpoints only decide waits in the first hour: start without them.
-		s.log.Warn("stored checkpoints not loaded", "configmap", st.ref.String(), "err", err)
+		s.log.Warn("stored checkpoints not loaded", "configmap", st.ref.String(), "err", got.ckptErr)
 	}
-	s.runtimes.restore(runs)
-	s.checkpoints.restore(ckpts)
-	s.log.Info("runtime history loaded", "configmap", st.ref.String(), "runs", len(runs), "skipped_rows", skipped,
-		"running_jobs_checkpoints", len(ckpts), "skipped_checkpoint_rows", cskipped)
+	s.runtimes.restore(got.runs)
+	s.checkpoints.restore(got.ckpts)
+	s.log.Info("runtime history loaded", "configmap", st.ref.String(), "runs", len(got.runs), "skipped_rows", got.skipped,
+		"running_jobs_checkpoints", len(got.ckpts), "skipped_checkpoint_rows", got.ckptSkipped)
 	s.metrics.historyRuns.Set(float64(s.runtimes.hist.Runs()))
 }
 
@@ -331,14 +341,9 @@ func encodeCheckpoints(runs map[checkpointRun]cycle.Checkpoints, maxBytes int) s
 // decodeCheckpoints reads stored checkpoints; rows that do not parse are
 // skipped and counted, a foreign header is an error.
 func decodeCheckpoints(data string) (map[checkpointRun]cycle.Checkpoints, int, error) {
-	r := csv.NewReader(strings.NewReader(data))
-	r.FieldsPerRecord = -1
-	header, err := r.Read()
+	r, err := csvAfterHeader(data, checkpointsHeader)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading the checkpoints header: %w", err)
-	}
-	if strings.Join(header, ",") != strings.Join(checkpointsHeader, ",") {
-		return nil, 0, fmt.Errorf("checkpoints header %q, want %q", strings.Join(header, ","), strings.Join(checkpointsHeader, ","))
+		return nil, 0, fmt.Errorf("checkpoints: %w", err)
 	}
 	out := map[checkpointRun]cycle.Checkpoints{}
 	skipped := 0
