@@ -242,14 +242,25 @@ func (s *Scheduler) loadHistory(ctx context.Context) {
 	s.checkpoints.restore(got.ckpts)
 	s.log.Info("runtime history loaded", "configmap", st.ref.String(), "runs", len(got.runs), "skipped_rows", got.skipped,
 		"running_jobs_checkpoints", len(got.ckpts), "skipped_checkpoint_rows", got.ckptSkipped)
-	s.metrics.historyRuns.Set(float64(s.runtimes.hist.Runs()))
+	s.reportHistory()
+}
+
+// reportHistory sets the history's gauges: the runs it rests on and how
+// far each kind of estimate has come true. A source with too few scored
+// runs reports its prior (declared 1: taken at its word; learned 0: not
+// trusted), which is what the engine uses.
+func (s *Scheduler) reportHistory() {
+	h := &s.runtimes.hist
+	s.metrics.historyRuns.Set(float64(h.Runs()))
+	s.metrics.estimateConfidence.WithLabelValues("declared").Set(h.Confidence(cycle.SourceDeclared))
+	s.metrics.estimateConfidence.WithLabelValues("learned").Set(h.Confidence(cycle.SourceGlobal))
 }
 
 // saveHistory writes the runs when new ones completed, at most once per
 // historySaveEvery unless force (at shutdown).
 func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
 	r := &s.runtimes
-	s.metrics.historyRuns.Set(float64(r.hist.Runs()))
+	s.reportHistory()
 	if !r.store.enabled() || r.unsaved == 0 && !s.checkpoints.changed {
 		return
 	}

@@ -364,3 +364,33 @@ func TestFailingSavesWarnOnce(t *testing.T) {
 		t.Errorf("after the store came back: %d unsaved, log:\n%s", s.runtimes.unsaved, logged.String())
 	}
 }
+
+// TestEstimateConfidenceGauge: the gauge says how far each kind of
+// estimate came true, as the engine sees it: runs declaring twice their
+// real runtime score 0.5; learned estimates are scored once enough runs
+// are known; before any run, declared ones are taken at their word (1)
+// and learned ones not trusted (0).
+func TestEstimateConfidenceGauge(t *testing.T) {
+	s := historyScheduler(fake.NewClientset())
+	gauge := func(src string) float64 { return testutil.ToFloat64(s.metrics.estimateConfidence.WithLabelValues(src)) }
+	s.reportHistory()
+	if d, l := gauge("declared"), gauge("learned"); d != 1 || l != 0 {
+		t.Errorf("before any run: declared %v, learned %v; want 1 and 0", d, l)
+	}
+	for i := range 20 {
+		r := storedRunOf("alice", "team-a", 8, time.Hour, i)
+		r.Declared = 2 * time.Hour
+		s.runtimes.observe(r)
+	}
+	s.reportHistory()
+	h := &s.runtimes.hist
+	if d := gauge("declared"); d != 0.5 || d != h.Confidence(cycle.SourceDeclared) {
+		t.Errorf("declared confidence %v, want 0.5 (= History.Confidence %v)", d, h.Confidence(cycle.SourceDeclared))
+	}
+	if l := gauge("learned"); l <= 0 || l != h.Confidence(cycle.SourceGlobal) {
+		t.Errorf("learned confidence %v, want History.Confidence %v > 0", l, h.Confidence(cycle.SourceGlobal))
+	}
+	if got := testutil.ToFloat64(s.metrics.historyRuns); got != 20 {
+		t.Errorf("runs gauge %v, want 20", got)
+	}
+}

@@ -19,9 +19,12 @@ type metrics struct {
 	// historyRuns and historySaveErrors: the runtime history (historystore.go).
 	historyRuns       prometheus.Gauge
 	historySaveErrors prometheus.Counter
-	binds             *bindMetrics
-	queue             *queueMetrics
-	ops               *opsMetrics
+	// estimateConfidence: how far each kind of runtime estimate has come
+	// true (cycle.History.Confidence), by source.
+	estimateConfidence *prometheus.GaugeVec
+	binds              *bindMetrics
+	queue              *queueMetrics
+	ops                *opsMetrics
 }
 
 // newMetrics makes the scheduler's metrics and registers them on reg (nil:
@@ -39,6 +42,9 @@ func newMetrics(reg prometheus.Registerer, start time.Time) *metrics {
 			Help: "Cycles stopped before a batch of writes because the Lease was not provably held."}),
 		historyRuns: prometheus.NewGauge(prometheus.GaugeOpts{Name: "corral_runtime_history_runs",
 			Help: "Completed runs the runtime estimates have learned from (stored ones replayed at start included)."}),
+		estimateConfidence: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "corral_runtime_estimate_confidence",
+			Help: "How far runtime estimates have come true, by source (declared, learned): the mean of min(actual, estimate) / max(actual, estimate) over the last 200 completed runs."},
+			[]string{"source"}),
 		historySaveErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_runtime_history_save_errors_total",
 			Help: "Failed writes of the runtime history ConfigMap."}),
 		binds: newBindMetrics(),
@@ -47,7 +53,7 @@ func newMetrics(reg prometheus.Registerer, start time.Time) *metrics {
 	}
 	m.ops.setBuildInfo(version.Get())
 	if reg != nil {
-		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics, m.fencedCycles, m.historyRuns, m.historySaveErrors)
+		reg.MustRegister(m.cycleSeconds, m.pendingJobs, m.pendingPods, m.podsBound, m.bindErrors, m.cyclePanics, m.fencedCycles, m.historyRuns, m.historySaveErrors, m.estimateConfidence)
 		reg.MustRegister(m.binds.collectors()...)
 		reg.MustRegister(m.queue.collectors()...)
 		reg.MustRegister(m.ops.collectors()...)
