@@ -342,6 +342,36 @@ func (b *Cycle) Blocked(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 	return r
 }
 
+// holdRefusal is why a start found for a job is not held for it.
+type holdRefusal uint8
+
+const (
+	holdOK       holdRefusal = iota
+	holdGuess                // the start is later and below Config.ReserveConfidence
+	holdNotWorth             // its nodes would idle more than the job uses (WorthHolding)
+)
+
+// refusesHold applies the two rules every reservation passes (a blocked
+// head's, a starved job's, and the room the worth check of preemption
+// counts on with queues): a later start must be confident, and the hold
+// worth its idle GPUs.
+func (b *Cycle) refusesHold(j *workload.Job, slot Slot) holdRefusal {
+	s := b.l.Snapshot()
+	switch {
+	case slot.Start.After(s.Now) && slot.Conf < b.cfg.ReserveConfidence:
+		return holdGuess
+	case !WorthHolding(s.Runtimes, j, slot, s.Now):
+		return holdNotWorth
+	}
+	return holdOK
+}
+
+// capsSpent says this cycle's reservation caps leave none for j: all of
+// them, or its queue's.
+func (b *Cycle) capsSpent(j *workload.Job) bool {
+	return b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue
+}
+
 // reservationOf returns the index of j's reservation, or -1.
 func (b *Cycle) reservationOf(j workload.JobID) int {
 	for i, r := range b.res {
@@ -363,7 +393,7 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 		r.Message = Describe(view, b.res[i].slot, s.Now) + " (waiting past the starvation age); " + r.Message
 		return r
 	}
-	if b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
+	if b.capsSpent(j) {
 		return r
 	}
 	b.normal++
@@ -383,14 +413,14 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 		}
 		return r
 	}
-	if slot.Start.After(s.Now) && slot.Conf < b.cfg.ReserveConfidence {
+	switch b.refusesHold(j, slot) {
+	case holdGuess:
 		// The cap stays spent: trying every blocked job's Earliest each
 		// cycle would cost a replay each.
 		r.Message += fmt.Sprintf("; no reservation yet: its start (~%s%s) rests on estimates too weak to hold nodes for; others may use them until it has waited %s",
 			Humanize(slot.Start.Sub(s.Now)), Sureness(slot), Humanize(b.cfg.StarveAfter))
 		return r
-	}
-	if !WorthHolding(s.Runtimes, j, slot, s.Now) {
+	case holdNotWorth:
 		r.Message += fmt.Sprintf("; no reservation: holding nodes until its start (~%s%s) would idle %.0f GPU-hours, more than the %.0f it is expected to use; it starts when its room is free",
 			Humanize(slot.Start.Sub(s.Now)), Sureness(slot), slot.Idle/3600, Protected(s.Runtimes, j)/3600)
 		return r

@@ -23,12 +23,12 @@ func (b *Cycle) HeldRoom(j *workload.Job, g placement.Gang) (wait time.Duration,
 	if i := b.reservationOf(j.ID); i >= 0 {
 		return max(0, b.res[i].slot.Start.Sub(s.Now)), true
 	}
-	if b.mode != EASY || b.normal >= b.cfg.MaxReservations || b.queueRs[j.Queue] >= b.cfg.MaxReservationsPerQueue {
+	if b.mode != EASY || b.capsSpent(j) {
 		return 0, false
 	}
 	b.l.RetakeHolds()
 	slot, found := Earliest(b.l.View(), b.l.Holders(), g, s.Now, s.Runtimes, b.holds.Closed)
-	if !found || (slot.Start.After(s.Now) && slot.Conf < b.cfg.ReserveConfidence) || !WorthHolding(s.Runtimes, j, slot, s.Now) {
+	if !found || b.refusesHold(j, slot) != holdOK {
 		return 0, false
 	}
 	return max(0, slot.Start.Sub(s.Now)), true

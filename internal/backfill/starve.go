@@ -75,19 +75,16 @@ func (b *Cycle) ReserveStarved(order []int) {
 			}
 			slots[key] = slot
 		}
-		if slot.Start.After(s.Now) && slot.Conf < b.cfg.ReserveConfidence {
-			// Its start is a guess: on gen:llm seeds 42 and 47 such a
-			// start receded every cycle as the estimates of the jobs in
-			// its way were extended, the reservation kept jobs declaring
-			// a week out for 10 days, and the starved job started exactly
-			// when greedy started it. It starts when its room is free.
-			continue
-		}
-		if !WorthHolding(s.Runtimes, pj.Job, slot, s.Now) {
-			// Its nodes would idle longer than it will run: it is placed as
-			// greedy backfill would, when its room is free, and nothing is
-			// evicted for it (evicting for a hold that is then not made
-			// only restarted the same jobs cycle after cycle).
+		if b.refusesHold(pj.Job, slot) != holdOK {
+			// A guess: on gen:llm seeds 42 and 47 such a start receded
+			// every cycle as the estimates of the jobs in its way were
+			// extended, the reservation kept jobs declaring a week out for
+			// 10 days, and the starved job started exactly when greedy
+			// started it. Not worth it: its nodes would idle longer than it
+			// will run. Either way it is placed as greedy backfill would,
+			// when its room is free, and nothing is evicted for it
+			// (evicting for a hold that is then not made only restarted
+			// the same jobs cycle after cycle).
 			continue
 		}
 		if slot.Start.After(s.Now) && b.evictStragglers(pj.Job, g, slot, blocked) {
