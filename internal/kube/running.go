@@ -144,12 +144,11 @@ func (h *checkpointHistory) observe(running []engine.RunningJob) {
 		rj := &running[i]
 		key := checkpointRun{job: rj.Job.ID, start: rj.Start}
 		c := h.runs[key]
-		n := len(c)
 		for _, t := range rj.Checkpoints {
 			c = c.Add(t)
 		}
-		if len(c) != n || n > 0 && !c.Last().Equal(h.runs[key].Last()) {
-			h.changed = true
+		if !c.Last().Equal(h.runs[key].Last()) {
+			h.changed = true // Add keeps only later reports: a new last is a new report
 		}
 		seen[key] = c
 		rj.Checkpoints = c

@@ -62,7 +62,7 @@ func WorthEvicting(p Preemptor, victims []Ending) (ok bool, why string) {
 	case p.RoomKnown && p.Room > 0 && (!known || p.Room < last):
 		// (Room free now contradicts the placement that just failed: the
 		// replay's placer knows less, e.g. no exclusive claims. Ignored.)
-		wait, by = max(p.Room, 0), "room for it is expected to free without evicting within"
+		wait, by = p.Room, "room for it is expected to free without evicting within"
 	case !known:
 		return true, ""
 	}
