@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/workload"
@@ -166,8 +167,8 @@ type stored struct {
 // read; nothing (and no error) when the ConfigMap does not exist yet. A
 // missing checkpoints key is no error (a history saved before they were
 // kept); missing or unreadable runs are.
-func (h historyStore) load(ctx context.Context, s *Scheduler) (stored, error) {
-	cm, err := s.client.CoreV1().ConfigMaps(h.ref.Namespace).Get(ctx, h.ref.Name, metav1.GetOptions{})
+func (h historyStore) load(ctx context.Context, client kubernetes.Interface) (stored, error) {
+	cm, err := client.CoreV1().ConfigMaps(h.ref.Namespace).Get(ctx, h.ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return stored{}, nil
 	}
@@ -190,10 +191,10 @@ func (h historyStore) load(ctx context.Context, s *Scheduler) (stored, error) {
 
 // save writes the runs and the running jobs' checkpoints, creating the
 // ConfigMap the first time. kept is how many runs fit.
-func (h historyStore) save(ctx context.Context, s *Scheduler, runs []storedRun, ckpts map[checkpointRun]cycle.Checkpoints) (kept int, err error) {
+func (h historyStore) save(ctx context.Context, client kubernetes.Interface, runs []storedRun, ckpts map[checkpointRun]cycle.Checkpoints) (kept int, err error) {
 	data, kept := encodeRuns(runs, maxStoredBytes-maxCheckpointBytes)
 	cdata := encodeCheckpoints(ckpts, maxCheckpointBytes)
-	cms := s.client.CoreV1().ConfigMaps(h.ref.Namespace)
+	cms := client.CoreV1().ConfigMaps(h.ref.Namespace)
 	cm, err := cms.Get(ctx, h.ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: h.ref.Name, Namespace: h.ref.Namespace,
@@ -225,7 +226,7 @@ func (s *Scheduler) loadHistory(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	got, err := st.load(ctx, s)
+	got, err := st.load(ctx, s.client)
 	if err != nil {
 		if !s.runtimes.loadFailed {
 			s.log.Warn("runtime history not loaded; estimates start from what completes now, and nothing is saved until it loads",
@@ -277,7 +278,7 @@ func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	kept, err := r.store.save(ctx, s, r.stored, s.checkpoints.runs)
+	kept, err := r.store.save(ctx, s.client, r.stored, s.checkpoints.runs)
 	r.savedAt = now
 	if err != nil {
 		s.metrics.historySaveErrors.Inc()
