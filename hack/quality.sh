@@ -55,10 +55,18 @@ cases=(
 	# checkpoints every 30 min, (B) the generator's mix.
 	"queues-ckpt|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
 	"queues-mix|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	# The same two under the other information regimes (issue 17: every
+	# quality figure under all three). realistic is the default above.
+	"queues-ckpt-no-runtimes|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --info no-runtimes --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-ckpt-oracle|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --info oracle --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-mix-no-runtimes|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams --info no-runtimes --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-mix-oracle|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams --info oracle --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
 	# Failures: every scheduler with Kubernetes' remediation (whole restart,
 	# pods of a dead node evicted after the 300 s toleration); then corral's
 	# own remediation at the same overhead, and with a 3-minute resume.
 	"failures-k8s-remediation|--cluster $llm_fail_cluster --trace gen:llm?jobs=800 --policies kube,kube-gang,kueue-tas,corral --remediation RestartGang --failures $fail_rates,evict-after=kube --seeds 50-54"
+	"failures-k8s-remediation-no-runtimes|--cluster $llm_fail_cluster --trace gen:llm?jobs=800 --info no-runtimes --policies kube,kube-gang,kueue-tas,corral --remediation RestartGang --failures $fail_rates,evict-after=kube --seeds 50-54"
+	"failures-k8s-remediation-oracle|--cluster $llm_fail_cluster --trace gen:llm?jobs=800 --info oracle --policies kube,kube-gang,kueue-tas,corral --remediation RestartGang --failures $fail_rates,evict-after=kube --seeds 50-54"
 	"failures-corral|--cluster $llm_fail_cluster --trace gen:llm?jobs=800 --policies corral --failures $fail_rates --seeds 50-54"
 	"failures-corral-resume3m|--cluster $llm_fail_cluster --trace gen:llm?jobs=800 --policies corral --failures $fail_rates,replace-overhead=3m --seeds 50-54"
 	# Fragmentation, the FGD protocol, every bundled openb trace.

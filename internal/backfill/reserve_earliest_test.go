@@ -8,8 +8,6 @@ import (
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
-	"github.com/corral-dev/corral/internal/placement"
-	"github.com/corral-dev/corral/internal/workload"
 )
 
 // TestEarliest replays the expected ends of the jobs holding a 1-rack,
@@ -18,27 +16,7 @@ import (
 func TestEarliest(t *testing.T) {
 	now := time.Unix(1_000_000, 0).UTC()
 	hold := func(s *cluster.State, id string, node int, d time.Duration) Holder {
-		j := build.Job(id).GPUs(8).Expected(d).Obj()
-		a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-		for k := range 8 {
-			a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: workload.MilliPerGPU})
-		}
-		if err := s.Allocate(node, a); err != nil {
-			t.Fatal(err)
-		}
-		return Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: node, Alloc: a}}}
-	}
-	gang := func(s *cluster.State, pods int, required string) placement.Gang {
-		j := build.Job("g").Pods(pods).GPUs(8).Obj()
-		g := placement.Gang{Required: -1, Preferred: -1}
-		if required != "" {
-			g.Required = s.LevelIndex(required)
-		}
-		j.EachPod(func(ref workload.PodRef, r workload.Request) {
-			pr, _ := placement.Resolve(s, ref, r)
-			g.Pods = append(g.Pods, pr)
-		})
-		return g
+		return holderOf(runOnNode(t, s, build.Job(id).GPUs(8).Expected(d).Obj(), node, now))
 	}
 	cases := map[string]struct {
 		pods     int
@@ -60,7 +38,7 @@ func TestEarliest(t *testing.T) {
 			for _, n := range tc.blocked {
 				blocked[n] = true
 			}
-			got, ok := Earliest(s, holders, gang(s, tc.pods, tc.required), now, nil, func(n int) bool { return blocked[n] })
+			got, ok := Earliest(s, holders, gangOf(s, build.Job("g").Pods(tc.pods).GPUs(8).Obj(), tc.required), now, nil, func(n int) bool { return blocked[n] })
 			if ok != tc.wantOK {
 				t.Fatalf("Earliest ok = %v, want %v (%+v)", ok, tc.wantOK, got)
 			}
@@ -89,21 +67,9 @@ func TestEarliest(t *testing.T) {
 func TestEarliestExtendsOverdueHolders(t *testing.T) {
 	now := time.Unix(1_000_000, 0).UTC()
 	s := build.State(build.Topo("rack"), build.Racks(1, 1))
-	j := build.Job("late").GPUs(8).Expected(time.Hour).Obj()
-	a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-	for k := range 8 {
-		a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: workload.MilliPerGPU})
-	}
-	if err := s.Allocate(0, a); err != nil {
-		t.Fatal(err)
-	}
-	holders := []Holder{{Job: j, Start: now.Add(-3 * time.Hour), Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: 0, Alloc: a}}}}
-	g := placement.Gang{Required: -1, Preferred: -1}
-	build.Job("g").GPUs(8).Obj().EachPod(func(ref workload.PodRef, r workload.Request) {
-		pr, _ := placement.Resolve(s, ref, r)
-		g.Pods = append(g.Pods, pr)
-	})
-	slot, ok := Earliest(s, holders, g, now, &History{}, nil)
+	late := build.Job("late").GPUs(8).Expected(time.Hour).Obj()
+	holders := []Holder{holderOf(runOnNode(t, s, late, 0, now.Add(-3*time.Hour)))}
+	slot, ok := Earliest(s, holders, gangOf(s, build.Job("g").GPUs(8).Obj(), ""), now, &History{}, nil)
 	if !ok || !slot.Start.Equal(now.Add(3*time.Hour)) || slot.Extended != 1 || slot.Conf != 0.5 {
 		t.Fatalf("Earliest = %+v, %v; want a start in 3 h on one extended estimate at confidence 0.5", slot, ok)
 	}
@@ -131,27 +97,14 @@ func TestWorthHolding(t *testing.T) {
 			s := build.State(build.Topo("rack"), build.Racks(1, 2))
 			var holders []Holder
 			if tc.busy > 0 {
-				j := build.Job("busy").GPUs(8).Expected(tc.busy).Obj()
-				a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-				for k := range 8 {
-					a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: workload.MilliPerGPU})
-				}
-				if err := s.Allocate(0, a); err != nil {
-					t.Fatal(err)
-				}
-				holders = append(holders, Holder{Job: j, Start: now, Pods: []cluster.Placed{{Pod: workload.PodRef{Job: j.ID}, NodeIndex: 0, Alloc: a}}})
+				holders = append(holders, holderOf(runOnNode(t, s, build.Job("busy").GPUs(8).Expected(tc.busy).Obj(), 0, now)))
 			}
 			jb := build.Job("g").Pods(2).GPUs(8)
 			if tc.runtime > 0 {
 				jb = jb.Expected(tc.runtime)
 			}
 			j := jb.Obj()
-			g := placement.Gang{Required: -1, Preferred: -1}
-			j.EachPod(func(ref workload.PodRef, r workload.Request) {
-				pr, _ := placement.Resolve(s, ref, r)
-				g.Pods = append(g.Pods, pr)
-			})
-			slot, ok := Earliest(s, holders, g, now, &History{}, nil)
+			slot, ok := Earliest(s, holders, gangOf(s, j, ""), now, &History{}, nil)
 			if !ok {
 				t.Fatal("no slot")
 			}
