@@ -12,14 +12,16 @@ import (
 
 // reserveStarved gives a job that has waited past the starvation age a
 // reservation before anything is placed. Among starved jobs the largest
-// (GPUs) goes first, then the oldest; priority and queue order do not count:
-// that is what bounds the wait. Largest first because small jobs find gaps
-// on their own, and because big gangs reserved one after the other share
-// one drain of the cluster instead of paying one each. Starved jobs that fit
-// now are reserved too (their room is theirs this cycle) and do not count:
-// the walk stops at the first starved job that has to wait; at most
-// maxStarvedTries earliest-start searches run in one cycle. A starved job
-// whose start is a guess (below Config.ReserveConfidence) or whose hold
+// (GPUs) goes first, then, among equally large ones, the one expected to
+// run shortest (starvedOrder), then the oldest; priority and queue order do
+// not count: that is what bounds the wait. Largest first because small
+// jobs find gaps on their own, and because big gangs reserved one after the
+// other share one drain of the cluster instead of paying one each. Starved
+// jobs that fit now are reserved too (their room is theirs this cycle) and
+// do not count: the walk stops at the first starved job that has to wait;
+// at most maxStarvedTries earliest-start searches run in one cycle. A
+// starved job whose start is a guess (below Config.ReserveConfidence; only
+// for jobs of more than half the cluster, refusesStarvedHold) or whose hold
 // would idle more GPU time than it will use (WorthHolding) is not
 // reserved, and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
@@ -35,16 +37,7 @@ func (b *Cycle) ReserveStarved(order []int) {
 			starved = append(starved, i)
 		}
 	}
-	sort.SliceStable(starved, func(a, c int) bool {
-		x, y := s.Pending[starved[a]].Job, s.Pending[starved[c]].Job
-		if gx, gy := x.GPUMilli(), y.GPUMilli(); gx != gy {
-			return gx > gy
-		}
-		if !x.Submit.Equal(y.Submit) {
-			return x.Submit.Before(y.Submit)
-		}
-		return x.ID < y.ID
-	})
+	starvedOrder(s.Runtimes, s.Pending, starved)
 	reserved := map[int]bool{}
 	noSlot := map[string]bool{} // shapes Earliest found no start for this cycle
 	// slots are the starts Earliest found for each shape since the last
@@ -75,8 +68,9 @@ func (b *Cycle) ReserveStarved(order []int) {
 			}
 			slots[key] = slot
 		}
-		if b.refusesHold(pj.Job, slot) != holdOK {
-			// A guess: on gen:llm seeds 42 and 47 such a start receded
+		if b.refusesStarvedHold(pj.Job, slot) != holdOK {
+			// A guess (for a job of more than half the cluster): on
+			// gen:llm seeds 42 and 47 such a start receded
 			// every cycle as the estimates of the jobs in its way were
 			// extended, the reservation kept jobs declaring a week out for
 			// 10 days, and the starved job started exactly when greedy
@@ -103,6 +97,66 @@ func (b *Cycle) ReserveStarved(order []int) {
 			return
 		}
 	}
+}
+
+// starvedOrder sorts starved jobs (indexes into pending): the largest
+// (GPUs) first, then among equally large ones the shortest expected
+// runtime (cycle.Runtime: declared, learned, else the max runtime; jobs
+// without any estimate last), then the oldest. The drain of the cluster
+// for its largest jobs happens once; whichever of them runs first holds
+// the others back by its whole runtime. Oldest first among them made
+// whole-cluster jobs of gen:llm that run minutes wait behind older ones
+// that ran 22-51 h (tuning seeds 42, 44, 47, 48; see docs/backfill.md).
+func starvedOrder(h *History, pending []cycle.PendingJob, starved []int) {
+	type key struct {
+		milli   int64
+		runtime time.Duration
+		known   bool
+	}
+	keys := make(map[int]key, len(starved))
+	for _, i := range starved {
+		j := pending[i].Job
+		d, _, ok := cycle.Runtime(h, j)
+		keys[i] = key{milli: j.GPUMilli(), runtime: d, known: ok}
+	}
+	sort.SliceStable(starved, func(a, c int) bool {
+		x, y := pending[starved[a]].Job, pending[starved[c]].Job
+		kx, ky := keys[starved[a]], keys[starved[c]]
+		if kx.milli != ky.milli {
+			return kx.milli > ky.milli
+		}
+		if kx.known != ky.known {
+			return kx.known
+		}
+		if kx.runtime != ky.runtime {
+			return kx.runtime < ky.runtime
+		}
+		if !x.Submit.Equal(y.Submit) {
+			return x.Submit.Before(y.Submit)
+		}
+		return x.ID < y.ID
+	})
+}
+
+// refusesStarvedHold is refusesHold for starved job j, except that a job
+// of at most half the cluster's GPUs may hold on a guessed start (the hold
+// must still be worth its idle GPUs). Such a hold keeps at most half the
+// cluster from long jobs, and the rest of the cluster keeps running them:
+// on gen:llm (tuning seed 46) 512-GPU jobs waited 47-86 h with 261-363 GPUs
+// free; held on the guess, six of those seven waits fell to 26-38 h (one
+// job waited 10 h longer) and the run's makespan by 0.7 d. A whole-cluster
+// job still needs a confident start: holding all nodes on a guess that
+// receded idled the cluster for days (docs/backfill.md).
+func (b *Cycle) refusesStarvedHold(j *workload.Job, slot Slot) holdRefusal {
+	r := b.refusesHold(j, slot)
+	if r != holdGuess || 2*j.GPUMilli() > b.l.View().CapacityMilli() {
+		return r
+	}
+	s := b.l.Snapshot()
+	if !WorthHolding(s.Runtimes, j, slot, s.Now) {
+		return holdNotWorth
+	}
+	return holdOK
 }
 
 // Straggler eviction: a starved job's reservation often waits on a few

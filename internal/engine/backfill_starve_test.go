@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -243,25 +244,39 @@ func TestStarvedReservationWorthHolding(t *testing.T) {
 // TestStarvedReservationNeedsAConfidentStart: a starved 16-GPU, 100-hour
 // gang waits for a job that declared 1 h and has run 3 h. Its estimate is
 // extended (to 6 h) at half the confidence: the gang's start is a guess
-// (0.5 < DefaultReserveConfidence), so no node is held for it and a
-// 12-hour job takes the free one. Told to reserve whatever the confidence,
-// corral holds it.
+// (0.5 < DefaultReserveConfidence). On two nodes the gang is the whole
+// cluster: no node is held for it and a 12-hour job takes the free one;
+// told to reserve whatever the confidence, corral holds it. On four nodes
+// (two running 200-hour jobs) it is half the cluster and is held on the
+// guess, unless the hold is not worth its idle GPUs (a 1-hour gang: 24
+// idle GPU-hours against 16 used).
 func TestStarvedReservationNeedsAConfidentStart(t *testing.T) {
 	for name, tc := range map[string]struct {
+		nodes      int
+		headRuns   time.Duration
 		conf       float64
 		wantHeld   bool
 		wantFiller bool
 	}{
-		"a guess: not held":             {wantFiller: true},
-		"reserve whatever: held for it": {conf: -1, wantHeld: true},
+		"whole cluster, a guess: not held":             {nodes: 2, wantFiller: true},
+		"whole cluster, reserve whatever: held for it": {nodes: 2, conf: -1, wantHeld: true},
+		"half the cluster, a guess: held":              {nodes: 4, wantHeld: true},
+		"half the cluster, a guess not worth holding":  {nodes: 4, headRuns: time.Hour, wantFiller: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)),
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, tc.nodes)),
 				Config{Policy: Corral, Backfill: BackfillConfig{ReserveConfidence: tc.conf}})
 			w.now = t0.Add(22 * time.Hour)
 			w.run(min8("overdue", 60), "r0-n-0")
 			w.now = t0.Add(25 * time.Hour)
-			head := build.Job("head").GPUs(8).Pods(2).Expected(100 * time.Hour).Obj()
+			for n := 1; n < tc.nodes-1; n++ {
+				w.run(min8(fmt.Sprintf("long%d", n), 200*60), fmt.Sprintf("r0-n-%d", n))
+			}
+			runs := tc.headRuns
+			if runs == 0 {
+				runs = 100 * time.Hour
+			}
+			head := build.Job("head").GPUs(8).Pods(2).Expected(runs).Obj()
 			head.Submit = t0
 			filler := min8("filler", 12*60)
 			filler.Submit = w.now
@@ -272,6 +287,35 @@ func TestStarvedReservationNeedsAConfidentStart(t *testing.T) {
 			}
 			if got := outcomeOf(p, "filler").Placed; got != tc.wantFiller {
 				t.Errorf("filler placed = %v, want %v", got, tc.wantFiller)
+			}
+		})
+	}
+}
+
+// TestStarvedShortestFirstAmongEquals: of two starved gangs of the same
+// size, the one expected to run shorter is reserved first even when it is
+// younger (whichever runs first holds the other back by its runtime);
+// with equal estimates the older goes first.
+func TestStarvedShortestFirstAmongEquals(t *testing.T) {
+	for name, tc := range map[string]struct {
+		olderRuns, youngerRuns time.Duration
+		want                   workload.JobID
+	}{
+		"the shorter first, though younger": {olderRuns: 50 * time.Hour, youngerRuns: time.Hour, want: "younger"},
+		"equal estimates: the older first":  {olderRuns: time.Hour, youngerRuns: time.Hour, want: "older"},
+		"the older is shorter":              {olderRuns: time.Hour, youngerRuns: 50 * time.Hour, want: "older"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			w.now = t0.Add(30 * time.Hour)
+			w.run(min8("busy", 60), "r0-n-0")
+			older := build.Job("older").GPUs(8).Pods(2).Expected(tc.olderRuns).Obj()
+			younger := build.Job("younger").GPUs(8).Pods(2).Expected(tc.youngerRuns).Obj()
+			older.Submit, younger.Submit = t0, t0.Add(time.Hour)
+			w.submit(older, younger)
+			p := w.runCycle()
+			if len(p.Reservations) == 0 || p.Reservations[0].Job != tc.want || p.Stats.StarvedReservations == 0 {
+				t.Errorf("reservations %+v (starved %d), want %s's first", p.Reservations, p.Stats.StarvedReservations, tc.want)
 			}
 		})
 	}
