@@ -16,8 +16,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -259,11 +257,7 @@ func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 
 	cfg := rest.CopyConfig(c.RESTConfig)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = 200, 400, "corral-scheduler"
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	client, dyn, err := clientsFor(cfg)
 	if err != nil {
 		return err
 	}

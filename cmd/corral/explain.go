@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/corral-dev/corral/internal/kube"
 )
@@ -47,11 +45,7 @@ constraint), the reason it waits, and what would let it start.`,
 			if err != nil {
 				return err
 			}
-			client, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(cfg)
+			client, dyn, err := clientsFor(cfg)
 			if err != nil {
 				return err
 			}

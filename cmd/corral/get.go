@@ -76,11 +76,7 @@ func (f *getFlags) clients() (kubernetes.Interface, dynamic.Interface, string, e
 	if f.allNamespaces {
 		ns = ""
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	client, dyn, err := clientsFor(cfg)
 	if err != nil {
 		return nil, nil, "", err
 	}

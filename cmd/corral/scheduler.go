@@ -175,6 +175,20 @@ func restConfig(path string) (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", path)
 }
 
+// clientsFor makes the typed and the dynamic client of one config, the pair
+// the adapter (kube.New) and the listings take.
+func clientsFor(cfg *rest.Config) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return client, dyn, nil
+}
+
 func runScheduler(o schedulerOptions) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -208,11 +222,7 @@ func runScheduler(o schedulerOptions) error {
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(fence.WrapTransport)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	client, dyn, err := clientsFor(cfg)
 	if err != nil {
 		return err
 	}

@@ -17,23 +17,12 @@ import (
 // benchCluster builds blocks × racks × 16 DGX nodes with about half of the
 // GPUs already taken at random, so that placement has real choices.
 func benchCluster(blocks, racks int, seed uint64) *cluster.State {
-	var nodes []cluster.Node
-	for b := 0; b < blocks; b++ {
-		for r := 0; r < racks; r++ {
-			rack := fmt.Sprintf("b%d-r%d", b, r)
-			nodes = append(nodes, build.Node().Name(rack+"-n").Block(fmt.Sprintf("b%d", b)).Rack(rack).Times(16)...)
-		}
-	}
-	s := build.State(build.Topo("block", "rack"), nodes)
+	s := dgxBlocks(blocks, racks)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for n := 0; n < s.NumNodes(); n++ {
 		switch rng.IntN(4) {
-		case 0: // full
-			var a cluster.Alloc
-			for k := 0; k < 8; k++ {
-				a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-			}
-			_ = s.Allocate(n, a)
+		case 0: // every GPU taken (CPU and memory left free)
+			_ = s.Allocate(n, cluster.Alloc{Devices: wholeNode().Devices})
 		case 1: // a few GPUs taken
 			for k := 0; k < 1+rng.IntN(6); k++ {
 				_ = s.Allocate(n, cluster.Alloc{Devices: []cluster.DeviceShare{{Device: k, Milli: 1000}}})
@@ -41,6 +30,37 @@ func benchCluster(blocks, racks int, seed uint64) *cluster.State {
 		}
 	}
 	return s
+}
+
+// dgxBlocks is an empty cluster of blocks × racks × 16 DGX nodes.
+func dgxBlocks(blocks, racks int) *cluster.State {
+	var nodes []cluster.Node
+	for b := 0; b < blocks; b++ {
+		for r := 0; r < racks; r++ {
+			rack := fmt.Sprintf("b%d-r%d", b, r)
+			nodes = append(nodes, build.Node().Name(rack+"-n").Block(fmt.Sprintf("b%d", b)).Rack(rack).Times(16)...)
+		}
+	}
+	return build.State(build.Topo("block", "rack"), nodes)
+}
+
+// wholeNode is what a whole-node job holds of a DGX node: its 8 GPUs.
+func wholeNode() cluster.Alloc {
+	a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
+	for k := 0; k < 8; k++ {
+		a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: workload.MilliPerGPU})
+	}
+	return a
+}
+
+// runWholeNode allocates node n of s to whole-node job j, started at start.
+func runWholeNode(tb testing.TB, s *cluster.State, j *workload.Job, n int, start time.Time) RunningJob {
+	a := wholeNode()
+	if err := s.Allocate(n, a); err != nil {
+		tb.Fatal(err)
+	}
+	return RunningJob{Job: j, Start: start,
+		Pods: []PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, NodeIndex: n, Alloc: a}, Node: s.Node(n).Name}}}
 }
 
 // benchJobs makes a mix of jobs totalling about pods pods: single GPUs,
@@ -146,14 +166,7 @@ func BenchmarkCycleQueuesPreempt(b *testing.B) {
 		name          string
 		blocks, racks int
 	}{{"1k-nodes", 4, 16}, {"5k-nodes", 8, 40}} {
-		var nodes []cluster.Node
-		for bl := 0; bl < sz.blocks; bl++ {
-			for r := 0; r < sz.racks; r++ {
-				rack := fmt.Sprintf("b%d-r%d", bl, r)
-				nodes = append(nodes, build.Node().Name(rack+"-n").Block(fmt.Sprintf("b%d", bl)).Rack(rack).Times(16)...)
-			}
-		}
-		s := build.State(build.Topo("block", "rack"), nodes)
+		s := dgxBlocks(sz.blocks, sz.racks)
 		rng := rand.New(rand.NewPCG(3, 3))
 		now := time.Unix(6000, 0).UTC() // just after the last submit: nobody has waited long
 		var running []RunningJob
@@ -163,15 +176,7 @@ func BenchmarkCycleQueuesPreempt(b *testing.B) {
 			}
 			q := []string{"team-a", "team-b"}[n%2]
 			j := build.Job(fmt.Sprintf("run%05d", n)).Queue(q).GPUs(8).Preemptible().Checkpoint(30 * time.Minute).Obj()
-			a := cluster.Alloc{CPUMilli: 1000, MemMiB: 1024}
-			for k := 0; k < 8; k++ {
-				a.Devices = append(a.Devices, cluster.DeviceShare{Device: k, Milli: 1000})
-			}
-			if err := s.Allocate(n, a); err != nil {
-				b.Fatal(err)
-			}
-			running = append(running, RunningJob{Job: j, Start: now.Add(-time.Duration(1+rng.IntN(600)) * time.Minute),
-				Pods: []PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, NodeIndex: n, Alloc: a}, Node: s.Node(n).Name}}})
+			running = append(running, runWholeNode(b, s, j, n, now.Add(-time.Duration(1+rng.IntN(600))*time.Minute)))
 		}
 		jobs := benchJobs(5000, 2)
 		for i, pj := range jobs {
@@ -267,4 +272,57 @@ func BenchmarkCycleStarvedBacklog(b *testing.B) {
 	}
 	b.ReportMetric(float64(p.Stats.PodsPlaced), "placed")
 	b.ReportMetric(float64(p.Stats.StarvedReservations), "starved-reservations")
+}
+
+// BenchmarkCyclePriorityPreempt measures a cycle on a cluster whose every
+// node runs a preemptible whole-node job with a declared runtime and no
+// queues, with a tenth of the waiting jobs at a higher priority: those can
+// start only by evicting, so each victim set the search finds goes through
+// the worth check (preempt.WorthEvicting), which asks backfill's replay of
+// the expected ends when room would free without evicting (run.roomFrees).
+func BenchmarkCyclePriorityPreempt(b *testing.B) {
+	for _, sz := range []struct {
+		name          string
+		blocks, racks int
+	}{{"1k-nodes", 4, 16}, {"5k-nodes", 8, 40}} {
+		snap := fullOfPreemptible(b, sz.blocks, sz.racks, 5000)
+		for _, pre := range []Preemption{PreemptLeastLost, PreemptOff} {
+			b.Run(sz.name+"/5000-pods/"+string(pre), func(b *testing.B) {
+				e := New(Config{Policy: Corral, Preemption: pre, CheckpointWait: -1})
+				var p Plan
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					p = e.Cycle(snap)
+				}
+				b.ReportMetric(5000*float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+				b.ReportMetric(float64(len(p.Evictions)), "evictions")
+				b.ReportMetric(float64(p.Stats.PreemptEvaluations), "evaluations")
+			})
+		}
+	}
+}
+
+// fullOfPreemptible is a snapshot of blocks × racks × 16 DGX nodes, each
+// running a preemptible 8-GPU job with a declared runtime (no checkpoint:
+// an eviction loses all its work), ages and runtimes varying so that some
+// evictions are worth it and some are not, and about pods waiting pods, a
+// tenth of the jobs at priority 100.
+func fullOfPreemptible(tb testing.TB, blocks, racks, pods int) *Snapshot {
+	s := dgxBlocks(blocks, racks)
+	rng := rand.New(rand.NewPCG(4, 4))
+	now := time.Unix(6000, 0).UTC()
+	var running []RunningJob
+	for n := 0; n < s.NumNodes(); n++ {
+		ran := time.Duration(1+rng.IntN(48*60)) * time.Minute
+		j := build.Job(fmt.Sprintf("run%05d", n)).GPUs(8).Preemptible().
+			Expected(ran + time.Duration(1+rng.IntN(48*60))*time.Minute).Obj()
+		running = append(running, runWholeNode(tb, s, j, n, now.Add(-ran)))
+	}
+	jobs := benchJobs(pods, 2)
+	for i, pj := range jobs {
+		if i%10 == 0 {
+			pj.Job.Priority = 100
+		}
+	}
+	return &Snapshot{State: s, Pending: jobs, Running: running, Mix: mixOf(jobs), Now: now}
 }

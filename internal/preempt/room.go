@@ -104,6 +104,9 @@ type Room struct {
 	// unitsOf caches each one's units (costs do not change within a cycle).
 	evictable []bool
 	unitsOf   map[int][]Unit
+	// byJob indexes running by job id, built at the cycle's first worth
+	// check (worthEvicting).
+	byJob map[workload.JobID]int
 	// retry is when a deferred preemption should be looked at again.
 	retry time.Time
 	// Reserved, set by the engine from backfill, says whether node n is

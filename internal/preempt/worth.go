@@ -82,9 +82,11 @@ func (m *Room) worthEvicting(pj cycle.PendingJob, gang placement.Gang, units []U
 	if m.Remaining == nil {
 		return true, ""
 	}
-	byJob := map[workload.JobID]int{}
-	for i, rj := range m.running {
-		byJob[rj.Job.ID] = i
+	if m.byJob == nil {
+		m.byJob = make(map[workload.JobID]int, len(m.running))
+		for i, rj := range m.running {
+			m.byJob[rj.Job.ID] = i
+		}
 	}
 	seen := map[workload.JobID]bool{}
 	var ends []Ending
@@ -92,7 +94,7 @@ func (m *Room) worthEvicting(pj cycle.PendingJob, gang placement.Gang, units []U
 		if kinds[u] != ByPriority {
 			return true, ""
 		}
-		i, ok := byJob[units[u].Job]
+		i, ok := m.byJob[units[u].Job]
 		if !ok {
 			return true, ""
 		}
