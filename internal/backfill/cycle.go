@@ -175,9 +175,6 @@ type Cycle struct {
 	synced  bool
 	heldKey string
 	heldRes int
-	// evictor is the room a blocked job takes once the jobs it cannot
-	// evict end (HoldForEvictor); nil when none.
-	evictor *evictorHold
 }
 
 type reservation struct {
@@ -252,7 +249,7 @@ func (b *Cycle) EnforceMaxRuntime() {
 // change only when the key does, so a long queue of alike jobs costs one
 // comparison each.
 func (b *Cycle) Admit(j *workload.Job) string {
-	if len(b.res) == 0 && len(b.pools) == 0 && b.evictor == nil {
+	if len(b.res) == 0 && len(b.pools) == 0 {
 		return ""
 	}
 	var key strings.Builder
@@ -265,9 +262,6 @@ func (b *Cycle) Admit(j *workload.Job) string {
 		if !p.Admits(j) {
 			fmt.Fprintf(&key, "p%s", p.Name)
 		}
-	}
-	if b.heldForEvictor(j) {
-		key.WriteString("e")
 	}
 	k := key.String()
 	if b.synced && k == b.heldKey && len(b.res) == b.heldRes {
@@ -285,7 +279,6 @@ func (b *Cycle) Admit(j *workload.Job) string {
 			}
 		}
 	}
-	b.holdEvictorRoom(j, want)
 	for _, p := range b.pools {
 		if !p.Admits(j) {
 			o := cluster.HoldOwner{Kind: cluster.HoldPool, Name: p.Name}

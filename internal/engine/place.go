@@ -110,11 +110,7 @@ func (c *run) place(i int) {
 	if res.Failure != nil {
 		r := Reason{Verdict: res.Failure.Verdict, Level: res.Failure.Level, Message: res.Failure.Message,
 			Best: res.Failure.Best, BestFits: res.Failure.BestFits, Pods: len(gang.Pods)}
-		if note := c.bf.EvictorNote(pj.Job); note != "" && r.Verdict == placement.WaitFree {
-			r.Message += "; " + note
-		}
 		c.failed[key] = r
-		c.holdForEvictor(pj, gang, r)
 		// A blocked head job gets a reservation (corral) or stops everyone
 		// behind it (fifo).
 		c.wait(pj, c.bf.Blocked(pj.Job, gang, r))

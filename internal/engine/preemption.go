@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/corral-dev/corral/internal/backfill"
-	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/preempt"
 	"github.com/corral-dev/corral/internal/workload"
@@ -75,21 +74,4 @@ func (c *run) roomFrees(j *workload.Job, g placement.Gang) (time.Duration, bool)
 // eviction throws away (drivers do not import the policy packages).
 func RestartCost(rj RunningJob, pods []workload.PodRef, now time.Time) float64 {
 	return preempt.RestartCost(rj, pods, now)
-}
-
-// holdForEvictor keeps lower-priority jobs off the room a job blocked only
-// by jobs it may not evict will take by priority preemption once they end
-// (backfill.HoldForEvictor). Corral without queues only: with queues who
-// may evict whom depends on the queues' standing, which moves before then.
-func (c *run) holdForEvictor(pj PendingJob, gang placement.Gang, r Reason) {
-	if c.room == nil || c.qs != nil || c.e.v.preempt.Strategy != preempt.LeastLost ||
-		pj.Waiting != nil || r.Verdict != placement.WaitFree {
-		return
-	}
-	now := c.s.Now
-	c.bf.HoldForEvictor(pj.Job, gang, func(h backfill.Holder) bool {
-		rj := cycle.RunningJob{Job: h.Job, Start: h.Start}
-		return h.Job.Priority < pj.Job.Priority && preempt.Protected(h.Job, now.Sub(h.Start)) == "" &&
-			!(c.bf.StartedStarved(rj) && preempt.StarvedStartProtects(rj, pj.Job))
-	})
 }

@@ -115,8 +115,7 @@ type Room struct {
 	Reserved func(n int) bool
 	// StartedStarved, set by the engine from backfill, says a running job
 	// started only after waiting past the starvation age: priority
-	// preemption leaves it alone, unless the preemptor was already waiting
-	// when it started (StarvedStartProtects).
+	// preemption leaves it alone.
 	StartedStarved func(cycle.RunningJob) bool
 	// Remaining, set by the engine from backfill's estimates, is how long
 	// a running job is expected to run on; ok is false when nothing
@@ -303,7 +302,7 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 			k = Eligible(me, charge, m.standing(rj.Job, vleaf))
 			kindOf[key] = k
 		}
-		if k == NotAllowed || (k == ByPriority && m.StartedStarved != nil && m.StartedStarved(rj) && StarvedStartProtects(rj, pj.Job)) ||
+		if k == NotAllowed || (k == ByPriority && m.StartedStarved != nil && m.StartedStarved(rj)) ||
 			(k == ByPriority && m.onReserved(rj)) || (k == ByFairShare && m.cfg.Strategy == LeastLost && SparedFromFairShare(rj, m.s.Now)) {
 			continue
 		}
@@ -363,16 +362,4 @@ func (m *Room) Retry() time.Time {
 		return time.Time{}
 	}
 	return m.retry
-}
-
-// StarvedStartProtects says whether a running job that started only after
-// starving is protected from priority preemptor p: only when p was
-// submitted after it started. A job started while p already waited
-// started knowing p outranks it: backfill kept it off the room p will take
-// once the jobs p may not evict end (backfill.HoldForEvictor), and it
-// starved there; protected, it would block p in turn (gen:llm tuning seed
-// 44: a whole-cluster priority-100 job started four days later, behind a
-// two-GPU job held until it starved, docs/preemption.md).
-func StarvedStartProtects(rj cycle.RunningJob, p *workload.Job) bool {
-	return !rj.Start.After(p.Submit)
 }
