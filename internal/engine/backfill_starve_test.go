@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
 
@@ -255,30 +256,38 @@ func TestStarvedReservationNeedsAConfidentStart(t *testing.T) {
 		nodes      int
 		headRuns   time.Duration
 		conf       float64
+		queues     bool
 		wantHeld   bool
 		wantFiller bool
 	}{
-		"whole cluster, a guess: not held":             {nodes: 2, wantFiller: true},
-		"whole cluster, reserve whatever: held for it": {nodes: 2, conf: -1, wantHeld: true},
-		"half the cluster, a guess: held":              {nodes: 4, wantHeld: true},
-		"half the cluster, a guess not worth holding":  {nodes: 4, headRuns: time.Hour, wantFiller: true},
+		"whole cluster, a guess: not held":                 {nodes: 2, wantFiller: true},
+		"whole cluster, reserve whatever: held for it":     {nodes: 2, conf: -1, wantHeld: true},
+		"half the cluster, a guess: held":                  {nodes: 4, wantHeld: true},
+		"half the cluster, a guess not worth holding":      {nodes: 4, headRuns: time.Hour, wantFiller: true},
+		"half the cluster, a guess, with queues: not held": {nodes: 4, queues: true, wantFiller: true},
+		"with queues, reserve whatever: held for it":       {nodes: 4, queues: true, conf: -1, wantHeld: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, tc.nodes)),
 				Config{Policy: Corral, Backfill: BackfillConfig{ReserveConfidence: tc.conf}})
+			queueName := ""
+			if tc.queues {
+				queueName, w.queues = "team", []queue.Spec{{Name: "team"}}
+			}
+			inQueue := func(j *workload.Job) *workload.Job { j.Queue = queueName; return j }
 			w.now = t0.Add(22 * time.Hour)
-			w.run(min8("overdue", 60), "r0-n-0")
+			w.run(inQueue(min8("overdue", 60)), "r0-n-0")
 			w.now = t0.Add(25 * time.Hour)
 			for n := 1; n < tc.nodes-1; n++ {
-				w.run(min8(fmt.Sprintf("long%d", n), 200*60), fmt.Sprintf("r0-n-%d", n))
+				w.run(inQueue(min8(fmt.Sprintf("long%d", n), 200*60)), fmt.Sprintf("r0-n-%d", n))
 			}
 			runs := tc.headRuns
 			if runs == 0 {
 				runs = 100 * time.Hour
 			}
-			head := build.Job("head").GPUs(8).Pods(2).Expected(runs).Obj()
+			head := build.Job("head").Queue(queueName).GPUs(8).Pods(2).Expected(runs).Obj()
 			head.Submit = t0
-			filler := min8("filler", 12*60)
+			filler := inQueue(min8("filler", 12*60))
 			filler.Submit = w.now
 			w.submit(head, filler)
 			p := w.runCycle()
@@ -299,18 +308,26 @@ func TestStarvedReservationNeedsAConfidentStart(t *testing.T) {
 func TestStarvedShortestFirstAmongEquals(t *testing.T) {
 	for name, tc := range map[string]struct {
 		olderRuns, youngerRuns time.Duration
+		queues                 bool
 		want                   workload.JobID
 	}{
 		"the shorter first, though younger": {olderRuns: 50 * time.Hour, youngerRuns: time.Hour, want: "younger"},
 		"equal estimates: the older first":  {olderRuns: time.Hour, youngerRuns: time.Hour, want: "older"},
 		"the older is shorter":              {olderRuns: time.Hour, youngerRuns: 50 * time.Hour, want: "older"},
+		"with queues, the older first":      {olderRuns: 50 * time.Hour, youngerRuns: time.Hour, queues: true, want: "older"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			queueName := ""
+			if tc.queues {
+				queueName, w.queues = "team", []queue.Spec{{Name: "team"}}
+			}
 			w.now = t0.Add(30 * time.Hour)
-			w.run(min8("busy", 60), "r0-n-0")
-			older := build.Job("older").GPUs(8).Pods(2).Expected(tc.olderRuns).Obj()
-			younger := build.Job("younger").GPUs(8).Pods(2).Expected(tc.youngerRuns).Obj()
+			busy := min8("busy", 60)
+			busy.Queue = queueName
+			w.run(busy, "r0-n-0")
+			older := build.Job("older").Queue(queueName).GPUs(8).Pods(2).Expected(tc.olderRuns).Obj()
+			younger := build.Job("younger").Queue(queueName).GPUs(8).Pods(2).Expected(tc.youngerRuns).Obj()
 			older.Submit, younger.Submit = t0, t0.Add(time.Hour)
 			w.submit(older, younger)
 			p := w.runCycle()
