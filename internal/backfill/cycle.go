@@ -38,10 +38,10 @@ type Config struct {
 	// the expected start is a guess, and holding nodes for a guess idles
 	// them while greedy backfill would use them. Zero means
 	// DefaultReserveConfidence; negative always reserves. It applies to
-	// starved jobs of more than half the cluster's GPUs too: such a job's
-	// guessed start receded cycle after cycle and bounded nothing (gen:llm
-	// seeds 42 and 47); a smaller starved job is held on a guess
-	// (refusesStarvedHold).
+	// starved jobs too: such a job's guessed start receded cycle after
+	// cycle and bounded nothing (gen:llm seeds 42 and 47); holding jobs of
+	// at most half the cluster on a guess was measured and dropped
+	// (docs/backfill.md).
 	ReserveConfidence float64
 }
 

@@ -20,8 +20,8 @@ import (
 // jobs that fit now are reserved too (their room is theirs this cycle) and
 // do not count: the walk stops at the first starved job that has to wait;
 // at most maxStarvedTries earliest-start searches run in one cycle. A
-// starved job whose start is a guess (below Config.ReserveConfidence; only
-// for jobs of more than half the cluster, refusesStarvedHold) or whose hold
+// starved job whose start is a guess (below Config.ReserveConfidence) or
+// whose hold
 // would idle more GPU time than it will use (WorthHolding) is not
 // reserved, and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
@@ -68,9 +68,8 @@ func (b *Cycle) ReserveStarved(order []int) {
 			}
 			slots[key] = slot
 		}
-		if b.refusesStarvedHold(pj.Job, slot) != holdOK {
-			// A guess (for a job of more than half the cluster): on
-			// gen:llm seeds 42 and 47 such a start receded
+		if b.refusesHold(pj.Job, slot) != holdOK {
+			// A guess: on gen:llm seeds 42 and 47 such a start receded
 			// every cycle as the estimates of the jobs in its way were
 			// extended, the reservation kept jobs declaring a week out for
 			// 10 days, and the starved job started exactly when greedy
@@ -107,8 +106,12 @@ func (b *Cycle) ReserveStarved(order []int) {
 // the others back by its whole runtime. Oldest first among them made
 // whole-cluster jobs of gen:llm that run minutes wait behind older ones
 // that ran 22-51 h (tuning seeds 42, 44, 47, 48; see docs/backfill.md).
-// byRuntime false (with queues) keeps the oldest first among equals: see
-// refusesStarvedHold.
+// byRuntime false (with queues) keeps the oldest first among equals: on
+// the issue-5 queue workloads (tuning seeds 42-49, --queues teams) the
+// shortest-first order raised the GPU-hours lost to preemption 104.8 ->
+// 129.5 (every job checkpointing) and 560.0 -> 705.4 (the generator's mix);
+// with queues a starved job's hold competes with the guarantees reclaim
+// restores. Not diagnosed further.
 func starvedOrder(h *History, pending []cycle.PendingJob, starved []int, byRuntime bool) {
 	type key struct {
 		milli   int64
@@ -138,36 +141,6 @@ func starvedOrder(h *History, pending []cycle.PendingJob, starved []int, byRunti
 		}
 		return x.ID < y.ID
 	})
-}
-
-// refusesStarvedHold is refusesHold for starved job j, except that a job
-// of at most half the cluster's GPUs may hold on a guessed start (the hold
-// must still be worth its idle GPUs). Such a hold keeps at most half the
-// cluster from long jobs, and the rest of the cluster keeps running them:
-// on gen:llm (tuning seed 46) 512-GPU jobs waited 47-86 h with 261-363 GPUs
-// free; held on the guess, six of those seven waits fell to 26-38 h (one
-// job waited 10 h longer) and the run's makespan by 0.7 d. A whole-cluster
-// job still needs a confident start: holding all nodes on a guess that
-// receded idled the cluster for days (docs/backfill.md).
-//
-// refusesStarvedHold. with queues neither this nor starvedOrder's shortest
-// first applies. Measured on the issue-5 queue workloads (tuning seeds
-// 42-49, --queues teams): GPU-hours lost to preemption rose 104.8 -> 144.1
-// (every job checkpointing) and 560.0 -> 669.6 (the generator's mix) with
-// both, 129.5 / 705.4 with the order alone, 110.3 / 681.0 with the holds
-// alone; with queues a starved job's hold competes with the guarantees
-// reclaim restores, and neither rule was chosen for that. Not diagnosed
-// further.
-func (b *Cycle) refusesStarvedHold(j *workload.Job, slot Slot) holdRefusal {
-	r := b.refusesHold(j, slot)
-	if r != holdGuess || b.queues != nil || 2*j.GPUMilli() > b.l.View().CapacityMilli() {
-		return r
-	}
-	s := b.l.Snapshot()
-	if !WorthHolding(s.Runtimes, j, slot, s.Now) {
-		return holdNotWorth
-	}
-	return holdOK
 }
 
 // Straggler eviction: a starved job's reservation often waits on a few
