@@ -110,8 +110,8 @@ func (b *Cycle) ReserveStarved(order []int) {
 // the issue-5 queue workloads (tuning seeds 42-49, --queues teams) the
 // shortest-first order raised the GPU-hours lost to preemption 104.8 ->
 // 129.5 (every job checkpointing) and 560.0 -> 705.4 (the generator's mix);
-// with queues a starved job's hold competes with the guarantees reclaim
-// restores. Not diagnosed further.
+// why was not diagnosed (perhaps a starved job's hold competing with
+// the guarantees reclaim restores).
 func starvedOrder(h *History, pending []cycle.PendingJob, starved []int, byRuntime bool) {
 	type key struct {
 		milli   int64
