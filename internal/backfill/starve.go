@@ -21,9 +21,8 @@ import (
 // do not count: the walk stops at the first starved job that has to wait;
 // at most maxStarvedTries earliest-start searches run in one cycle. A
 // starved job whose start is a guess (below Config.ReserveConfidence) or
-// whose hold
-// would idle more GPU time than it will use (WorthHolding) is not
-// reserved, and no straggler is evicted for it.
+// whose hold would idle more GPU time than it will use (WorthHolding) is
+// not reserved, and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
 func (b *Cycle) ReserveStarved(order []int) {
 	if b.mode != EASY || b.cfg.StarveAfter < 0 {
@@ -121,8 +120,11 @@ func starvedOrder(h *History, pending []cycle.PendingJob, starved []int, byRunti
 	keys := make(map[int]key, len(starved))
 	for _, i := range starved {
 		j := pending[i].Job
-		d, _, ok := cycle.Runtime(h, j)
-		keys[i] = key{milli: j.GPUMilli(), runtime: d, known: ok}
+		k := key{milli: j.GPUMilli()}
+		if byRuntime {
+			k.runtime, _, k.known = cycle.Runtime(h, j)
+		}
+		keys[i] = k
 	}
 	sort.SliceStable(starved, func(a, c int) bool {
 		x, y := pending[starved[a]].Job, pending[starved[c]].Job
@@ -130,10 +132,10 @@ func starvedOrder(h *History, pending []cycle.PendingJob, starved []int, byRunti
 		if kx.milli != ky.milli {
 			return kx.milli > ky.milli
 		}
-		if byRuntime && kx.known != ky.known {
+		if kx.known != ky.known {
 			return kx.known
 		}
-		if byRuntime && kx.runtime != ky.runtime {
+		if kx.runtime != ky.runtime {
 			return kx.runtime < ky.runtime
 		}
 		if !x.Submit.Equal(y.Submit) {
