@@ -25,15 +25,22 @@ const (
 // ReclaimPolicy says what a queue does when capacity it lent is in use by
 // borrowers and its own jobs come back.
 //
-// +kubebuilder:validation:Enum=Never;Preempt
+// +kubebuilder:validation:Enum=Never;Preempt;Strict
 type ReclaimPolicy string
 
 const (
 	// ReclaimNever waits for the borrowers' jobs to end.
 	ReclaimNever ReclaimPolicy = "Never"
 	// ReclaimPreempt evicts borrowers' jobs, those that lose the least work
-	// first, until the queue is back at its fair share.
+	// first, until the queue is back at its fair share, but never takes a
+	// borrower's queue below its own guarantee: a borrowing job holding part
+	// of its own queue's guarantee in one gang is waited for.
 	ReclaimPreempt ReclaimPolicy = "Preempt"
+	// ReclaimStrict is Preempt that, when nothing else gives the guarantee
+	// back, also evicts such a job (Kueue's reclaim does): no borrower holds
+	// a guarantee until it ends, at the cost of more work lost
+	// (docs/preemption.md).
+	ReclaimStrict ReclaimPolicy = "Strict"
 )
 
 // The resource is corralqueues (short name cqu), not queues: Volcano's
@@ -135,8 +142,10 @@ type QueueSpec struct {
 	DefaultForNamespaces []string `json:"defaultForNamespaces,omitempty"`
 
 	// ReclaimPolicy: Preempt lets this queue (and every queue below it)
-	// evict borrowers' jobs to take back lent guarantee; Never (the default)
-	// waits for them to end. Lending happens either way.
+	// evict borrowers' jobs to take back lent guarantee; Strict also evicts
+	// a borrowing job whose eviction leaves its own queue below its
+	// guarantee; Never (the default) waits for them to end. Lending happens
+	// either way.
 	//
 	// +optional
 	// +kubebuilder:default=Never

@@ -67,7 +67,8 @@ Clusters: ` + strings.Join(trace.Presets(), ", ") + `, "dgx-h100:blocks=B,racks=
 Traces:   ` + strings.Join(trace.TraceNames(), ", ") + `, a trace file (.csv, .yaml,
           Slurm sacct --parsable2 output), or philly:PATH (a Philly cluster_job_log).
 Queues:   ` + strings.Join(trace.QueuePresets(), ", ") + ` (gen:llm's team-a, team-b, team-c, each guaranteed a quarter
-          of the GPUs, spare shared 1:2:1), or a queue YAML file; replay only.
+          of the GPUs, spare shared 1:2:1; teams-strict reclaims from a borrower
+          even below its own queue's guarantee), or a queue YAML file; replay only.
 Policies: corral; the baselines kube, kube-gang, kueue-tas (docs/simulator.md
           says what each models and from which source); the ablations spread,
           binpack (the FGD paper's baselines), greedy, fifo, corral-newest

@@ -90,6 +90,13 @@ type QueueSpec struct {
 	// get its lent guarantee back. Without it, the queue waits for borrowed
 	// capacity to come back as jobs end. Lending happens either way.
 	Reclaim bool
+	// StrictReclaim (with Reclaim, here or on an ancestor) lets that reclaim
+	// evict a borrowing job even when the eviction leaves the job's queue
+	// below its own guarantee, if nothing else gives the guarantee back: a
+	// job that borrowed the whole cluster cannot then hold the other
+	// queues' guarantees until it ends. It costs more lost work
+	// (docs/preemption.md).
+	StrictReclaim bool
 	// DefaultFor lists the namespaces whose jobs that name no queue go to
 	// this one (the Queue CRD's defaultForNamespaces). Leaves only.
 	DefaultFor []string

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/cluster"
@@ -272,6 +273,63 @@ func TestReturningOwnerReclaimsItsGuarantee(t *testing.T) {
 	p = New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(back), Running: running, Queues: qs, Now: now})
 	if len(p.Evictions) != 0 || outcomeOf(p, "a-back").Verdict != placement.WaitFree {
 		t.Errorf("reclaimed from a queue within its share: evictions %v, outcome %+v", p.Evictions, outcomeOf(p, "a-back"))
+	}
+}
+
+// TestStrictReclaimTakesABorrowerHoldingItsOwnGuarantee: queue b's job
+// borrowed the idle cluster in one gang, so evicting it leaves b below its
+// own guarantee. Preempt waits for it to end; Strict takes it, but only when
+// no set of victims that keeps b's guarantee would do.
+func TestStrictReclaimTakesABorrowerHoldingItsOwnGuarantee(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	all := []string{"r0-n-0", "r0-n-1", "r0-n-2", "r0-n-3", "r1-n-0", "r1-n-1", "r1-n-2", "r1-n-3"}
+	cases := map[string]struct {
+		policy  func(*queue.Spec)
+		running []victim // queue b's
+		want    []string // evicted
+	}{
+		"Preempt: the whole-cluster borrower stays": {
+			policy:  func(s *queue.Spec) { s.Reclaim = true },
+			running: []victim{{id: "b-all", nodes: all}},
+		},
+		"Strict: the whole-cluster borrower is reclaimed": {
+			policy:  func(s *queue.Spec) { s.Reclaim, s.StrictReclaim = true, true },
+			running: []victim{{id: "b-all", nodes: all}},
+			want:    []string{"b-all"},
+		},
+		"Strict: a victim that keeps b's guarantee goes first": {
+			policy:  func(s *queue.Spec) { s.Reclaim, s.StrictReclaim = true, true },
+			running: []victim{{id: "b-big", nodes: all[:7]}, {id: "b-one", nodes: all[7:], sinceCkpt: 20 * time.Minute}},
+			want:    []string{"b-one"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(2, 4))
+			var running []RunningJob
+			for _, v := range tc.running {
+				v.ago, v.queue = 3*time.Hour, "b"
+				if v.sinceCkpt == 0 {
+					v.sinceCkpt = 10 * time.Minute
+				}
+				running = append(running, v.run(t, s, now))
+			}
+			qs := []queue.Spec{{Name: "a", Guarantee: h100(32)}, {Name: "b", Guarantee: h100(32)}}
+			tc.policy(&qs[0])
+			back := build.Job("a-back").Queue("a").GPUs(8).Obj()
+			p := New(Config{CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(back), Running: running, Queues: qs, Now: now})
+			if diff := cmp.Diff(tc.want, evicted(p), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("evicted (-want +got):\n%s\npending %+v", diff, p.Pending)
+			}
+			for _, ev := range p.Evictions {
+				if ev.Cause != CauseReclaim {
+					t.Errorf("eviction %+v: want a reclaim", ev)
+				}
+			}
+			if placed := outcomeOf(p, "a-back").Placed; placed != (len(tc.want) > 0) {
+				t.Errorf("a's job placed %v, want %v: %+v", placed, len(tc.want) > 0, p.Pending)
+			}
+		})
 	}
 }
 

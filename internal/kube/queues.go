@@ -81,8 +81,10 @@ func queueSpec(o *v1alpha1.Queue, gpuResource string, models []string) (cycle.Qu
 	case "", v1alpha1.ReclaimNever:
 	case v1alpha1.ReclaimPreempt:
 		s.Reclaim = true
+	case v1alpha1.ReclaimStrict:
+		s.Reclaim, s.StrictReclaim = true, true
 	default:
-		probs = append(probs, fmt.Sprintf("reclaimPolicy %q: want Never or Preempt", o.Spec.ReclaimPolicy))
+		probs = append(probs, fmt.Sprintf("reclaimPolicy %q: want Never, Preempt or Strict", o.Spec.ReclaimPolicy))
 	}
 	if w := o.Spec.Weight; w != nil {
 		f, err := weightOf(*w)

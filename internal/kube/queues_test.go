@@ -75,6 +75,10 @@ func TestQueueSpec(t *testing.T) {
 				Limit:     cycle.Amounts{"gpu/H100": 16000, "cpu": 8500, "memory": 1500},
 				Weight:    map[cycle.Resource]float64{"*": 2, "gpu/H100": 3}},
 		},
+		"reclaimPolicy Strict reclaims, strictly": {
+			q:    queueObj("a").reclaim(v1alpha1.ReclaimStrict).obj(),
+			want: cycle.QueueSpec{Name: "a", Reclaim: true, StrictReclaim: true},
+		},
 		"nvidia.com/gpu is the cluster's one model": {
 			q:      queueObj("a").res("nvidia.com/gpu", "4", "8", "").obj(),
 			models: []string{"A100"},
@@ -131,7 +135,7 @@ func TestQueueSpec(t *testing.T) {
 		"self parent and bad policy": {
 			q:     queueObj("a").parent("a").reclaim("Sometimes").obj(),
 			want:  cycle.QueueSpec{Name: "a", Parent: "a"},
-			probs: []string{"a queue cannot be its own parent", `reclaimPolicy "Sometimes": want Never or Preempt`},
+			probs: []string{"a queue cannot be its own parent", `reclaimPolicy "Sometimes": want Never, Preempt or Strict`},
 		},
 		"default outside namespaces": {
 			q:     queueObj("a").namespaces("x").defaultFor("y").obj(),

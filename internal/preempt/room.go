@@ -67,6 +67,9 @@ type Queues interface {
 	Guarantee(leaf string) cycle.Amounts
 	Fair(leaf string) cycle.Amounts
 	Reclaims(leaf string) bool
+	// StrictReclaim: the leaf's reclaim may leave a borrower's queue below
+	// its own guarantee (reclaimPolicy Strict on it or an ancestor).
+	StrictReclaim(leaf string) bool
 	// RunningLeaf is a running job's leaf queue; ok is false when its
 	// queue is refused (it is charged nowhere).
 	RunningLeaf(id workload.JobID) (string, bool)
@@ -208,6 +211,7 @@ func (m *Room) standing(j *workload.Job, leaf string) Standing {
 		st.Guarantee = m.qs.Guarantee(leaf)
 		st.Fair = m.qs.Fair(leaf)
 		st.Reclaim = m.qs.Reclaims(leaf)
+		st.Strict = st.Reclaim && m.qs.StrictReclaim(leaf)
 	}
 	return st
 }
@@ -313,7 +317,16 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 	}
 	strategy := m.cfg.Strategy
 	r := m.search(Problem{Gang: gang, Units: units, Strategy: strategy,
-		Allowed: m.reclaimKeeps(me, charge, units, kinds)})
+		Allowed: m.reclaimKeeps(me, charge, units, kinds, false)})
+	if !r.Found && me.Strict {
+		// A borrower holding part of its own queue's guarantee in one gang
+		// (a whole-cluster job that started on an idle cluster) is no set
+		// Keeps allows; a Strict queue takes it anyway, as Kueue does.
+		if r2 := m.search(Problem{Gang: gang, Units: units, Strategy: strategy,
+			Allowed: m.reclaimKeeps(me, charge, units, kinds, true)}); r2.Found {
+			r = r2
+		}
+	}
 	if !r.Found {
 		return placement.Result{}, nil, "preemption: " + r.Why
 	}

@@ -34,13 +34,20 @@ func (m *Room) deferToCheckpoint(units []Unit, victims []int) string {
 
 // reclaimKeeps vets a set of victims queue by queue (Keeps), so
 // that reclaim never takes so much that the victims' queue could take it
-// back in a later cycle.
-func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kinds []Kind) func([]int) bool {
+// back in a later cycle. belowGuarantee (a Strict queue's second search)
+// lets guarantee reclaim take a victim queue below its own guarantee; a
+// queue hit by fair-share reclaim is still vetted. That cannot start a
+// cycle of reclaims either: the reclaiming queue stays within its
+// guarantee (Eligible), so the victim queue, now owed, may not reclaim
+// from it, and each such reclaim leaves one queue fewer above its
+// guarantee.
+func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kinds []Kind, belowGuarantee bool) func([]int) bool {
 	if m.qs == nil {
 		return nil
 	}
 	return func(set []int) bool {
 		removed := map[string]cycle.Amounts{}
+		fairShare := map[string]bool{}
 		var leaves []string
 		for _, u := range set {
 			if !kinds[u].Reclaims() {
@@ -51,11 +58,17 @@ func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kin
 				removed[leaf] = cycle.Amounts{}
 				leaves = append(leaves, leaf)
 			}
+			if kinds[u] == ByFairShare {
+				fairShare[leaf] = true
+			}
 			for r, v := range m.qs.Held(m.view, units[u].Pods) {
 				removed[leaf][r] += v
 			}
 		}
 		for _, leaf := range leaves {
+			if belowGuarantee && !fairShare[leaf] {
+				continue
+			}
 			v := Standing{Queue: leaf, Usage: m.qs.Usage(leaf), Guarantee: m.qs.Guarantee(leaf), Fair: m.qs.Fair(leaf)}
 			if !Keeps(me, charge, v, removed[leaf]) {
 				return false

@@ -35,6 +35,10 @@ type Standing struct {
 	Usage, Guarantee, Fair cycle.Amounts
 	// Reclaim: the queue (or an ancestor) may preempt other queues.
 	Reclaim bool
+	// Strict: its reclaim may also take a borrowing job whose eviction
+	// leaves the job's queue below its own guarantee, when no set of victims
+	// gives the guarantee back otherwise (reclaimPolicy Strict).
+	Strict bool
 }
 
 // Protected says why a running job may never be evicted now ("" if it may).
@@ -55,7 +59,9 @@ func Protected(j *workload.Job, ranFor time.Duration) string {
 //   - another queue, only when p's queue may reclaim, either
 //     (guarantee, ByReclaim) p's queue stays within its guarantee on every
 //     guaranteed resource the job uses, and v's queue uses more than its
-//     guarantee of a resource the job needs; or
+//     guarantee of a resource p's queue is owed (one p has a guarantee of:
+//     a queue using CPU nobody guarantees borrows nothing p may take back);
+//     or
 //     (fair share, ByFairShare) v's queue is above its fair share (dominant
 //     share > 1) and p's queue, with the job, stays strictly below v's
 //     queue's dominant share now, so the move cannot be undone by a move
@@ -82,7 +88,7 @@ func Eligible(p Standing, charge cycle.Amounts, v Standing) Kind {
 	}
 	if owedGuarantee(p, charge, after) {
 		for _, r := range charge.Resources() {
-			if charge[r] > 0 && v.Usage[r] > v.Guarantee[r] {
+			if charge[r] > 0 && p.Guarantee[r] > 0 && v.Usage[r] > v.Guarantee[r] {
 				return ByReclaim
 			}
 		}

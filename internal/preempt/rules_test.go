@@ -59,6 +59,12 @@ func TestEligible(t *testing.T) {
 			v:      Standing{Queue: "b", Priority: 100, Usage: gpus(24), Guarantee: gpus(8), Fair: gpus(32)},
 			want:   ByReclaim,
 		},
+		"guarantee owed, the other queue within its GPU guarantee and using CPU nobody guarantees": {
+			p:      Standing{Queue: "a", Reclaim: true, Guarantee: gpus(16)},
+			charge: cycle.Amounts{cycle.GPU("H100"): 8000, cycle.CPU: 16000},
+			v:      Standing{Queue: "b", Usage: cycle.Amounts{cycle.GPU("H100"): 8000, cycle.CPU: 96000}, Guarantee: gpus(8), Fair: gpus(8)},
+			want:   NotAllowed,
+		},
 		"guarantee owed, but the other queue is within its own": {
 			p:      Standing{Queue: "a", Reclaim: true, Usage: gpus(4), Guarantee: gpus(16), Fair: gpus(4)},
 			charge: gpus(8),

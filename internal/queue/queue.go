@@ -113,6 +113,19 @@ func (t *Tree) Reclaims(queue string) bool {
 	return false
 }
 
+// StrictReclaim reports whether the queue or one of its ancestors sets
+// StrictReclaim.
+func (t *Tree) StrictReclaim(queue string) bool {
+	i, ok := t.lookup(queue)
+	for ok && i > 0 {
+		if t.nodes[i].spec.StrictReclaim {
+			return true
+		}
+		i = t.nodes[i].parent
+	}
+	return false
+}
+
 // lookup finds a queue other than the root.
 func (t *Tree) lookup(queue string) (int, bool) {
 	i, ok := t.index[queue]

@@ -421,6 +421,10 @@ func (q *State) Fair(name string) Amounts { return q.fair[name] }
 // Reclaims says whether a queue may preempt borrowers to get its guarantee back.
 func (q *State) Reclaims(name string) bool { return q.tree.Reclaims(name) }
 
+// StrictReclaim says whether that reclaim may leave a borrower's queue
+// below its own guarantee.
+func (q *State) StrictReclaim(name string) bool { return q.tree.StrictReclaim(name) }
+
 // Refused says whether pending job i's queue refuses it.
 func (q *State) Refused(i int) bool { _, ok := q.refused[i]; return ok }
 

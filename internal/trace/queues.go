@@ -13,13 +13,17 @@ import (
 )
 
 // QueuePresets lists the built-in queue sets, for --help.
-func QueuePresets() []string { return []string{"teams"} }
+func QueuePresets() []string { return []string{"teams", "teams-strict"} }
 
 // LoadQueues reads the queues of a simulation: a preset sized to the
-// cluster ("teams") or a YAML queue file (docs/formats.md, "Queue file").
+// cluster ("teams", "teams-strict") or a YAML queue file (docs/formats.md,
+// "Queue file").
 func LoadQueues(spec string, c *ClusterSpec) ([]cycle.QueueSpec, error) {
-	if spec == "teams" {
-		return teamsPreset(c), nil
+	switch spec {
+	case "teams":
+		return teamsPreset(c, false), nil
+	case "teams-strict":
+		return teamsPreset(c, true), nil
 	}
 	f, err := os.Open(spec)
 	if err != nil {
@@ -34,8 +38,9 @@ func LoadQueues(spec string, c *ClusterSpec) ([]cycle.QueueSpec, error) {
 
 // teamsPreset is the three queues gen:llm submits to (team-a, team-b,
 // team-c): each is guaranteed a quarter of every GPU model and may reclaim
-// it; the spare quarter goes 1 : 2 : 1.
-func teamsPreset(c *ClusterSpec) []cycle.QueueSpec {
+// it (strictly: from a borrower holding part of its own guarantee too);
+// the spare quarter goes 1 : 2 : 1.
+func teamsPreset(c *ClusterSpec, strict bool) []cycle.QueueSpec {
 	perModel := map[string]int64{}
 	for i := range c.Nodes {
 		for _, d := range c.Nodes[i].Devices {
@@ -49,7 +54,7 @@ func teamsPreset(c *ClusterSpec) []cycle.QueueSpec {
 	weights := []float64{1, 2, 1}
 	var out []cycle.QueueSpec
 	for i, name := range llmQueues {
-		out = append(out, cycle.QueueSpec{Name: name, Guarantee: g.Clone(), Reclaim: true,
+		out = append(out, cycle.QueueSpec{Name: name, Guarantee: g.Clone(), Reclaim: true, StrictReclaim: strict,
 			Weight: map[cycle.Resource]float64{cycle.AllResources: weights[i]}})
 	}
 	return out
@@ -68,6 +73,8 @@ type queueYAML struct {
 	Priority   int32              `yaml:"priority"`
 	Namespaces []string           `yaml:"namespaces"`
 	Reclaim    bool               `yaml:"reclaim"`
+	// StrictReclaim implies Reclaim (the Queue CRD's reclaimPolicy Strict).
+	StrictReclaim bool `yaml:"strictReclaim"`
 }
 
 // ReadQueuesYAML reads a queue file. Amounts are in users' units: GPUs for
@@ -85,7 +92,8 @@ func ReadQueuesYAML(r io.Reader, name string) ([]cycle.QueueSpec, error) {
 	}
 	var out []cycle.QueueSpec
 	for i, q := range file.Queues {
-		s := cycle.QueueSpec{Name: q.Name, Parent: q.Parent, Priority: q.Priority, Namespaces: q.Namespaces, Reclaim: q.Reclaim}
+		s := cycle.QueueSpec{Name: q.Name, Parent: q.Parent, Priority: q.Priority, Namespaces: q.Namespaces,
+			Reclaim: q.Reclaim || q.StrictReclaim, StrictReclaim: q.StrictReclaim}
 		for _, part := range []struct {
 			field string
 			in    map[string]float64

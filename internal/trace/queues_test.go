@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -53,17 +54,32 @@ func TestTeamsPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := LoadQueues("teams", c)
+	for preset, strict := range map[string]bool{"teams": false, "teams-strict": true} {
+		specs, err := LoadQueues(preset, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range specs {
+			got = append(got, fmt.Sprintf("%s %s reclaim=%v strict=%v", s.Name, s.Guarantee, s.Reclaim, s.StrictReclaim))
+		}
+		want := []string{"team-a gpu/H100=64000", "team-b gpu/H100=64000", "team-c gpu/H100=64000"}
+		for i := range want {
+			want[i] += fmt.Sprintf(" reclaim=true strict=%v", strict)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", preset, diff)
+		}
+	}
+}
+
+func TestQueueFileStrictReclaimImpliesReclaim(t *testing.T) {
+	specs, err := ReadQueuesYAML(strings.NewReader("queues:\n  - name: a\n    strictReclaim: true\n  - name: b\n    reclaim: true\n"), "q.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, s := range specs {
-		got = append(got, s.Name+" "+s.Guarantee.String())
-	}
-	want := []string{"team-a gpu/H100=64000", "team-b gpu/H100=64000", "team-c gpu/H100=64000"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+	if a, b := specs[0], specs[1]; !a.Reclaim || !a.StrictReclaim || !b.Reclaim || b.StrictReclaim {
+		t.Errorf("a reclaim=%v strict=%v, b reclaim=%v strict=%v; want true true, true false", a.Reclaim, a.StrictReclaim, b.Reclaim, b.StrictReclaim)
 	}
 }
 

@@ -76,6 +76,7 @@ func TestQueueCRDValidation(t *testing.T) {
 		"bad resource name":      {"bad-name", map[string]any{"resources": res(map[string]any{"name": "gpu//H100"})}, "name must be a resource name"},
 		"default not admitted":   {"bad-default", map[string]any{"namespaces": []any{"a"}, "defaultForNamespaces": []any{"b"}}, "every namespace in defaultForNamespaces must be in namespaces"},
 		"unknown reclaim policy": {"bad-policy", map[string]any{"reclaimPolicy": "Sometimes"}, "Unsupported value"},
+		"strict reclaim policy":  {"strict", map[string]any{"reclaimPolicy": "Strict"}, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
