@@ -61,6 +61,14 @@ cases=(
 	"queues-ckpt-oracle|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --info oracle --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
 	"queues-mix-no-runtimes|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams --info no-runtimes --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
 	"queues-mix-oracle|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams --info oracle --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	# The same two with reclaimPolicy Strict (teams-strict): reclaim may take a
+	# borrower below its own queue's guarantee, as Kueue's does.
+	"queues-ckpt-strict|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams-strict --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-mix-strict|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams-strict --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-ckpt-strict-no-runtimes|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams-strict --info no-runtimes --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-ckpt-strict-oracle|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams-strict --info oracle --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-mix-strict-no-runtimes|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams-strict --info no-runtimes --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
+	"queues-mix-strict-oracle|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams-strict --info oracle --policies corral,corral-newest,kube-gang,kueue-tas --seeds 50-54"
 	# Failures: every scheduler with Kubernetes' remediation (whole restart,
 	# pods of a dead node evicted after the 300 s toleration); then corral's
 	# own remediation at the same overhead, and with a 3-minute resume.
@@ -80,6 +88,9 @@ cases=(
 	"tuning-llm1500-no-runtimes|--info no-runtimes --policies $llm_policies --seeds 42-49"
 	"tuning-llm1500-oracle|--info oracle --policies $llm_policies --seeds 42-49"
 	"tuning-queues-ckpt|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --policies corral,corral-newest,kube-gang,kueue-tas --seeds 42-49"
+	"tuning-queues-mix|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams --policies corral,corral-newest,kube-gang,kueue-tas --seeds 42-49"
+	"tuning-queues-ckpt-strict|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams-strict --policies corral,corral-newest,kube-gang,kueue-tas --seeds 42-49"
+	"tuning-queues-mix-strict|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1 --queues teams-strict --policies corral,corral-newest,kube-gang,kueue-tas --seeds 42-49"
 	"tuning-openb-default|--cluster openb --trace openb:default --protocol fgd --policies $openb_policies --seeds 42-51"
 )
 

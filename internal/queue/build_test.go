@@ -179,10 +179,13 @@ func TestBuildCopiesSpecs(t *testing.T) {
 }
 
 func TestReclaims(t *testing.T) {
-	tree, _ := Build(specs(q("org").Reclaim(), q("a").Parent("org"), q("b")))
-	for queue, want := range map[string]bool{"org": true, "a": true, "b": false, "nope": false} {
-		if got := tree.Reclaims(queue); got != want {
-			t.Errorf("Reclaims(%q) = %v, want %v", queue, got, want)
+	tree, _ := Build(specs(q("org").Reclaim(), q("a").Parent("org"), q("b"), q("lab").Strict(), q("c").Parent("lab")))
+	for queue, want := range map[string][2]bool{ // Reclaims, StrictReclaim
+		"org": {true, false}, "a": {true, false}, "b": {false, false},
+		"lab": {true, true}, "c": {true, true}, "nope": {false, false},
+	} {
+		if got := [2]bool{tree.Reclaims(queue), tree.StrictReclaim(queue)}; got != want {
+			t.Errorf("%q: Reclaims, StrictReclaim = %v, want %v", queue, got, want)
 		}
 	}
 }

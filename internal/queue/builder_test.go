@@ -40,6 +40,7 @@ func (b *qb) Priority(p int32) *qb { b.s.Priority = p; return b }
 func (b *qb) Namespaces(ns ...string) *qb { b.s.Namespaces = ns; return b }
 
 func (b *qb) Reclaim() *qb { b.s.Reclaim = true; return b }
+func (b *qb) Strict() *qb  { b.s.Reclaim, b.s.StrictReclaim = true, true; return b }
 
 func (b *qb) DefaultFor(ns ...string) *qb { b.s.DefaultFor = ns; return b }
 

@@ -103,22 +103,20 @@ func (t *Tree) IsLeaf(queue string) bool {
 
 // Reclaims reports whether the queue or one of its ancestors sets Reclaim.
 func (t *Tree) Reclaims(queue string) bool {
-	i, ok := t.lookup(queue)
-	for ok && i > 0 {
-		if t.nodes[i].spec.Reclaim {
-			return true
-		}
-		i = t.nodes[i].parent
-	}
-	return false
+	return t.upward(queue, func(s *Spec) bool { return s.Reclaim })
 }
 
 // StrictReclaim reports whether the queue or one of its ancestors sets
 // StrictReclaim.
 func (t *Tree) StrictReclaim(queue string) bool {
+	return t.upward(queue, func(s *Spec) bool { return s.StrictReclaim })
+}
+
+// upward reports whether set holds for the queue or one of its ancestors.
+func (t *Tree) upward(queue string, set func(*Spec) bool) bool {
 	i, ok := t.lookup(queue)
 	for ok && i > 0 {
-		if t.nodes[i].spec.StrictReclaim {
+		if set(&t.nodes[i].spec) {
 			return true
 		}
 		i = t.nodes[i].parent
