@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -434,4 +435,71 @@ func TestQueueReclaimHonoursDisruptionBudgets(t *testing.T) {
 	if owner.Spec.NodeName != "" {
 		t.Errorf("the owner was bound onto GPUs the budget kept")
 	}
+}
+
+// TestStrictReclaimTakesAWholeNodeBorrower: the borrower queue's one 8-GPU
+// pod holds its own 4-GPU guarantee and the owner's. Under reclaimPolicy
+// Preempt no reclaim may take it (its queue would drop below its own
+// guarantee), and the owner's pod waits; switched to Strict, the owner's
+// queue takes it back.
+func TestStrictReclaimTakesAWholeNodeBorrower(t *testing.T) {
+	c := framework.Start(t, framework.Options{})
+	kit.InstallCorralCRDs(t, c)
+	ctx := context.Background()
+	if _, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: "n0", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitNodeReady(ctx, "n0"); err != nil {
+		t.Fatal(err)
+	}
+	nsOwner, nsBorrow := kit.Namespace(t, c, "owner-"), kit.Namespace(t, c, "borrower-")
+	half := []any{map[string]any{"name": "gpu/H100", "guaranteed": "4"}}
+	if err := createQueue(ctx, c, "owner", map[string]any{"namespaces": []any{nsOwner}, "reclaimPolicy": "Preempt", "resources": half}); err != nil {
+		t.Fatal(err)
+	}
+	if err := createQueue(ctx, c, "borrower", map[string]any{"namespaces": []any{nsBorrow}, "resources": half}); err != nil {
+		t.Fatal(err)
+	}
+	startCorral(t, c)
+	big := queuePod(nsBorrow, "big", "borrower", 8, map[string]string{v1alpha1.AnnotationPreemptible: "true"})
+	if _, err := c.Client.CoreV1().Pods(nsBorrow).Create(ctx, big, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the borrower's pod bound", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "big", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", "big not bound"
+	})
+	if _, err := c.Client.CoreV1().Pods(nsOwner).Create(ctx, queuePod(nsOwner, "owner", "owner", 4, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the owner's pod waiting with a reason", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		reason, message := scheduledCondition(p)
+		return reason != "" && p.Spec.NodeName == "", fmt.Sprintf("node %q, condition %q %q", p.Spec.NodeName, reason, message)
+	})
+	if p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "big", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("under Preempt the borrower's pod was evicted: %v", err)
+	}
+
+	strict := []byte(`{"spec":{"reclaimPolicy":"Strict"}}`)
+	if _, err := c.Dynamic.Resource(queueGVR).Patch(ctx, "owner", types.MergePatchType, strict, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "big evicted and the owner's pod bound under Strict", func() (bool, string) {
+		if p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "big", metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
+			return false, "big not evicted"
+		}
+		p, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
+		if err != nil || p.Spec.NodeName == "" {
+			reason, message := "", ""
+			if p != nil {
+				reason, message = scheduledCondition(p)
+			}
+			return false, fmt.Sprintf("owner not bound: %s %s", reason, message)
+		}
+		return true, ""
+	})
 }
