@@ -287,10 +287,12 @@ func TestStrictReclaimTakesABorrowerHoldingItsOwnGuarantee(t *testing.T) {
 		policy  func(*queue.Spec)
 		running []victim // queue b's
 		want    []string // evicted
+		why     string   // in a's job's reason, when it waits
 	}{
 		"Preempt: the whole-cluster borrower stays": {
 			policy:  func(s *queue.Spec) { s.Reclaim = true },
 			running: []victim{{id: "b-all", nodes: all}},
+			why:     "no set of eligible jobs makes room that leaves every queue it takes from its guarantee or fair share (reclaimPolicy Strict would take a borrower below its own queue's guarantee)",
 		},
 		"Strict: the whole-cluster borrower is reclaimed": {
 			policy:  func(s *queue.Spec) { s.Reclaim, s.StrictReclaim = true, true },
@@ -328,6 +330,11 @@ func TestStrictReclaimTakesABorrowerHoldingItsOwnGuarantee(t *testing.T) {
 			}
 			if placed := outcomeOf(p, "a-back").Placed; placed != (len(tc.want) > 0) {
 				t.Errorf("a's job placed %v, want %v: %+v", placed, len(tc.want) > 0, p.Pending)
+			}
+			for _, pe := range p.Pending {
+				if pe.Job == "a-back" && !strings.Contains(pe.Reason.Message, tc.why) {
+					t.Errorf("a's reason %q, want it to say %q", pe.Reason.Message, tc.why)
+				}
 			}
 		})
 	}

@@ -101,6 +101,8 @@ type Result struct {
 	// before every promising domain was searched.
 	Evaluations int
 	GaveUp      bool
+	// Refused counts the victims Problem.Allowed turned away from a set.
+	Refused int
 	// Why explains an empty result in one line.
 	Why string
 }
@@ -183,7 +185,9 @@ func Search(p Problem) Result {
 				break
 			}
 			t.take(u)
-			if t.allowed() && t.fits() {
+			if !t.allowed() {
+				res.Refused++
+			} else if t.fits() {
 				best, bestSet = single(u), []int{u}
 				if n := p.Units[u].Needs; n >= 0 {
 					bestSet = append(bestSet, n)
@@ -208,6 +212,8 @@ func Search(p Problem) Result {
 		case p.MaxCost > 0:
 			res.Why = fmt.Sprintf("every set of victims that makes room would lose at least %.0f GPU-seconds, not less than the %.0f it would gain",
 				minCost(t.bounds), p.MaxCost)
+		case res.Refused > 0:
+			res.Why = "no set of eligible jobs makes room that leaves every queue it takes from its guarantee or fair share"
 		default:
 			res.Why = "no set of eligible jobs makes room within the search"
 		}

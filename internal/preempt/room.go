@@ -3,6 +3,7 @@ package preempt
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -328,7 +329,11 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		}
 	}
 	if !r.Found {
-		return placement.Result{}, nil, "preemption: " + r.Why
+		why := "preemption: " + r.Why
+		if r.Refused > 0 && me.Reclaim && !me.Strict && slices.Contains(kinds, ByReclaim) {
+			why += " (reclaimPolicy Strict would take a borrower below its own queue's guarantee)"
+		}
+		return placement.Result{}, nil, why
 	}
 	if strategy == LeastLost {
 		if ok, why := m.worthEvicting(pj, gang, units, kinds, r.Victims); !ok {

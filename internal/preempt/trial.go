@@ -165,6 +165,7 @@ func (t *trial) greedy(order []int, need int64, freed map[int]int64, pruneOrder 
 		if !t.allowed() {
 			// A victim the rules refuse in this set is skipped, not taken:
 			// taking more can only make the set worse.
+			t.res.Refused++
 			for i, now := range t.taken {
 				if now && !was[i] {
 					t.put(i)

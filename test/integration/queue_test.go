@@ -472,13 +472,14 @@ func TestStrictReclaimTakesAWholeNodeBorrower(t *testing.T) {
 	if _, err := c.Client.CoreV1().Pods(nsOwner).Create(ctx, queuePod(nsOwner, "owner", "owner", 4, nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the owner's pod waiting with a reason", func() (bool, string) {
+	eventually(t, 60*time.Second, "the owner's pod waiting, its reason naming Strict", func() (bool, string) {
 		p, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		reason, message := scheduledCondition(p)
-		return reason != "" && p.Spec.NodeName == "", fmt.Sprintf("node %q, condition %q %q", p.Spec.NodeName, reason, message)
+		return p.Spec.NodeName == "" && strings.Contains(message, "reclaimPolicy Strict would take a borrower below its own queue's guarantee"),
+			fmt.Sprintf("node %q, condition %q %q", p.Spec.NodeName, reason, message)
 	})
 	if p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "big", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
 		t.Fatalf("under Preempt the borrower's pod was evicted: %v", err)
