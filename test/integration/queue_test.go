@@ -259,9 +259,11 @@ func TestQueueAdmission(t *testing.T) {
 // (a guarantee of 8 H100s, reclaimPolicy Preempt) and "borrower" (none), and
 // corral; the borrower fills the node with two bound 4-GPU pods: restarting
 // "dear" costs 4 GPUs x 2 h of warm-up, "cheap" 4 GPUs x 1 min.
-func reclaimSetup(t *testing.T) (c *framework.Cluster, nsOwner, nsBorrow string) {
+// oneNodeWithQueues starts a cluster with the Queue CRD and one ready
+// 8-GPU H100 node, n0.
+func oneNodeWithQueues(t *testing.T) *framework.Cluster {
 	t.Helper()
-	c = framework.Start(t, framework.Options{})
+	c := framework.Start(t, framework.Options{})
 	kit.InstallCorralCRDs(t, c)
 	ctx := context.Background()
 	if _, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: "n0", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100"}}); err != nil {
@@ -270,6 +272,13 @@ func reclaimSetup(t *testing.T) (c *framework.Cluster, nsOwner, nsBorrow string)
 	if err := c.WaitNodeReady(ctx, "n0"); err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func reclaimSetup(t *testing.T) (c *framework.Cluster, nsOwner, nsBorrow string) {
+	t.Helper()
+	c = oneNodeWithQueues(t)
+	ctx := context.Background()
 	nsOwner = kit.Namespace(t, c, "owner-")
 	nsBorrow = kit.Namespace(t, c, "borrower-")
 	if err := createQueue(ctx, c, "owner", map[string]any{"namespaces": []any{nsOwner}, "reclaimPolicy": "Preempt",
@@ -350,15 +359,7 @@ func TestQueueReclaimEvictsThroughEvictionAPI(t *testing.T) {
 		if err != nil || dear.DeletionTimestamp != nil || dear.Spec.NodeName == "" {
 			t.Fatalf("dear was touched: %v", err)
 		}
-		owner, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
-		if err != nil || owner.Spec.NodeName == "" {
-			r, m := "", ""
-			if owner != nil {
-				r, m = scheduledCondition(owner)
-			}
-			return false, fmt.Sprintf("owner not bound: %s %s", r, m)
-		}
-		return true, ""
+		return podBound(ctx, c, nsOwner, "owner")
 	})
 	// The owner's status shows what it holds and its fair share.
 	eventually(t, 30*time.Second, "the owner Queue's status", func() (bool, string) {
@@ -443,15 +444,8 @@ func TestQueueReclaimHonoursDisruptionBudgets(t *testing.T) {
 // guarantee), and the owner's pod waits; switched to Strict, the owner's
 // queue takes it back.
 func TestStrictReclaimTakesAWholeNodeBorrower(t *testing.T) {
-	c := framework.Start(t, framework.Options{})
-	kit.InstallCorralCRDs(t, c)
+	c := oneNodeWithQueues(t)
 	ctx := context.Background()
-	if _, err := c.AddGPUNode(ctx, framework.NodeSpec{Name: "n0", GPUs: 8, Labels: map[string]string{v1alpha1.LabelGPUModel: "H100"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitNodeReady(ctx, "n0"); err != nil {
-		t.Fatal(err)
-	}
 	nsOwner, nsBorrow := kit.Namespace(t, c, "owner-"), kit.Namespace(t, c, "borrower-")
 	half := []any{map[string]any{"name": "gpu/H100", "guaranteed": "4"}}
 	if err := createQueue(ctx, c, "owner", map[string]any{"namespaces": []any{nsOwner}, "reclaimPolicy": "Preempt", "resources": half}); err != nil {
@@ -493,14 +487,20 @@ func TestStrictReclaimTakesAWholeNodeBorrower(t *testing.T) {
 		if p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "big", metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
 			return false, "big not evicted"
 		}
-		p, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
-		if err != nil || p.Spec.NodeName == "" {
-			reason, message := "", ""
-			if p != nil {
-				reason, message = scheduledCondition(p)
-			}
-			return false, fmt.Sprintf("owner not bound: %s %s", reason, message)
-		}
-		return true, ""
+		return podBound(ctx, c, nsOwner, "owner")
 	})
+}
+
+// podBound is an eventually condition: the pod is bound, else its
+// PodScheduled condition.
+func podBound(ctx context.Context, c *framework.Cluster, ns, name string) (bool, string) {
+	p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	if p.Spec.NodeName == "" {
+		reason, message := scheduledCondition(p)
+		return false, fmt.Sprintf("%s not bound: %s %s", name, reason, message)
+	}
+	return true, ""
 }
