@@ -35,12 +35,11 @@ func (m *Room) deferToCheckpoint(units []Unit, victims []int) string {
 // reclaimKeeps vets a set of victims queue by queue (Keeps), so
 // that reclaim never takes so much that the victims' queue could take it
 // back in a later cycle. belowGuarantee (a Strict queue's second search)
-// lets guarantee reclaim take a victim queue below its own guarantee; a
+// lets guarantee reclaim take a victim queue below its own guarantee,
+// provided the victim queue could not take it straight back (NoTakeBack); a
 // queue hit by fair-share reclaim is still vetted. That cannot start a
-// cycle of reclaims either: the reclaiming queue stays within its
-// guarantee (Eligible), so the victim queue, now owed, may not reclaim
-// from it, and each such reclaim leaves one queue fewer above its
-// guarantee.
+// cycle of reclaims either: each such reclaim leaves one queue fewer above
+// its guarantee, and none takes from the queue that took from it.
 func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kinds []Kind, belowGuarantee bool) func([]int) bool {
 	if m.qs == nil {
 		return nil
@@ -66,10 +65,13 @@ func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kin
 			}
 		}
 		for _, leaf := range leaves {
+			v := Standing{Queue: leaf, Usage: m.qs.Usage(leaf), Guarantee: m.qs.Guarantee(leaf), Fair: m.qs.Fair(leaf)}
 			if belowGuarantee && !fairShare[leaf] {
+				if !NoTakeBack(me, charge, v) {
+					return false
+				}
 				continue
 			}
-			v := Standing{Queue: leaf, Usage: m.qs.Usage(leaf), Guarantee: m.qs.Guarantee(leaf), Fair: m.qs.Fair(leaf)}
 			if !Keeps(me, charge, v, removed[leaf]) {
 				return false
 			}

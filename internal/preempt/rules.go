@@ -151,6 +151,21 @@ func Keeps(p Standing, charge cycle.Amounts, v Standing, removed cycle.Amounts) 
 	return vShare >= 1 && cycle.DominantShare(pAfter, p.Fair) <= vShare
 }
 
+// NoTakeBack says a guarantee reclaim by p (charging charge) that leaves
+// v's queue below its own guarantee cannot be undone: with the job, p's
+// queue stays within its guarantee of every resource v is guaranteed and the
+// job uses, so v's queue, owed now, has nothing of p's to reclaim. Strict
+// reclaim asks it of every queue it takes below its guarantee; where
+// queues guarantee the same resources it always holds.
+func NoTakeBack(p Standing, charge cycle.Amounts, v Standing) bool {
+	for _, r := range charge.Resources() {
+		if charge[r] > 0 && v.Guarantee[r] > 0 && p.Usage[r]+charge[r] > p.Guarantee[r] {
+			return false
+		}
+	}
+	return true
+}
+
 // owedGuarantee: the job keeps p's queue within its guarantee on every
 // guaranteed resource it uses, and uses at least one.
 func owedGuarantee(p Standing, charge, after cycle.Amounts) bool {

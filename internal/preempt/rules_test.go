@@ -164,3 +164,38 @@ func TestSparedFromFairShare(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTakeBack: a queue that Strict reclaim leaves below its guarantee
+// must not be able to reclaim the capacity straight back.
+func TestNoTakeBack(t *testing.T) {
+	fpga := cycle.Resource("example.com/fpga")
+	cases := map[string]struct {
+		p      Standing
+		charge cycle.Amounts
+		v      Standing
+		want   bool
+	}{
+		"both guaranteed GPUs, the reclaimer within its own": {
+			p: Standing{Usage: gpus(8), Guarantee: gpus(16)}, charge: gpus(8), v: Standing{Guarantee: gpus(16)}, want: true,
+		},
+		"the job also takes FPGAs the reclaimer has no guarantee of and the victim queue has": {
+			p:      Standing{Guarantee: gpus(16)},
+			charge: cycle.Amounts{cycle.GPU("H100"): 8000, fpga: 1},
+			v:      Standing{Guarantee: cycle.Amounts{cycle.GPU("H100"): 16000, fpga: 2}},
+			want:   false,
+		},
+		"FPGAs nobody is guaranteed": {
+			p:      Standing{Guarantee: gpus(16)},
+			charge: cycle.Amounts{cycle.GPU("H100"): 8000, fpga: 1},
+			v:      Standing{Guarantee: gpus(16)},
+			want:   true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := NoTakeBack(tc.p, tc.charge, tc.v); got != tc.want {
+				t.Errorf("NoTakeBack = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
