@@ -32,7 +32,7 @@ func (b *Cycle) ReserveStarved(order []int) {
 	var starved []int
 	for _, i := range order {
 		pj := s.Pending[i]
-		if pj.Waiting == nil && s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter {
+		if pj.Waiting == nil && s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter && !b.overLimit(pj) {
 			starved = append(starved, i)
 		}
 	}
@@ -288,4 +288,17 @@ func (b *Cycle) evictStragglers(j *workload.Job, g placement.Gang, slot Slot, bl
 	}
 	b.l.RetakeHolds()
 	return true
+}
+
+// overLimit says the job's own queue limit keeps it waiting. Room held for
+// it would only idle: what frees it is its queue's other jobs ending, not
+// anyone else's. A job asking for more than its queue's limit would hold a
+// reservation forever (a queue limited to 64 GPUs with starved 256-GPU jobs
+// stopped all of gen:llm's 600 jobs but 32).
+func (b *Cycle) overLimit(pj cycle.PendingJob) bool {
+	if b.queues == nil {
+		return false
+	}
+	leaf, err := b.queues.Leaf(pj.Job)
+	return err == nil && b.queues.LimitBefore(leaf, b.l.View(), pj) != ""
 }

@@ -332,3 +332,45 @@ func TestStarvedShortestFirstAmongEquals(t *testing.T) {
 		})
 	}
 }
+
+// TestStarvedJobOverItsQueueLimitHoldsNothing: a starved job that its own
+// queue's limit keeps waiting gets no reservation (room held for it would
+// only idle), so other queues' jobs still start; asking for more than the
+// limit itself, it is told it can never start there.
+func TestStarvedJobOverItsQueueLimitHoldsNothing(t *testing.T) {
+	cases := map[string]struct {
+		limit   int64 // queue a's, in GPUs
+		aHolds  bool  // a's running job on r0-n-0
+		wantWhy string
+	}{
+		"asks more than the limit": {limit: 8, wantWhy: `queue "a"'s limit of gpu/H100 is 8 H100 GPUs and the job asks 16 H100 GPUs: it cannot start in this queue unless the limit is raised`},
+		"at the limit for now":     {limit: 16, aHolds: true, wantWhy: `queue "a" would pass its limit of gpu/H100`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			now := t0.Add(48 * time.Hour)
+			s := build.State(build.Topo("rack"), build.Racks(1, 3))
+			var running []RunningJob
+			if tc.aHolds {
+				running = append(running, victim{id: "a-run", nodes: []string{"r0-n-0"}, ago: time.Hour, queue: "a"}.run(t, s, now))
+			}
+			qs := []queue.Spec{{Name: "a", Limit: h100(tc.limit)}, {Name: "b"}}
+			big := build.Job("big").Queue("a").Pods(2).GPUs(8).Obj()
+			big.Submit = t0 // starved
+			small := build.Job("small").Queue("b").GPUs(8).Obj()
+			small.Submit = now
+			p := New(Config{Policy: Corral}).Cycle(&Snapshot{State: s, Pending: pendingOf(big, small), Running: running, Queues: qs, Now: now})
+			if len(p.Reservations) != 0 {
+				t.Errorf("reservations %+v, want none", p.Reservations)
+			}
+			if !outcomeOf(p, "small").Placed {
+				t.Errorf("small not placed: %+v", p.Pending)
+			}
+			for _, pe := range p.Pending {
+				if pe.Job == "big" && !strings.Contains(pe.Reason.Message, tc.wantWhy) {
+					t.Errorf("big's reason %q, want %q", pe.Reason.Message, tc.wantWhy)
+				}
+			}
+		})
+	}
+}

@@ -169,6 +169,10 @@ func (q *State) overLimit(leaf string, c Amounts) string {
 			if !ok || c[r] <= 0 {
 				continue
 			}
+			if c[r] > lim {
+				return fmt.Sprintf("queue %q's limit of %s is %s and the job asks %s: it cannot start in this queue unless the limit is raised",
+					name, r, amountText(r, lim), amountText(r, c[r]))
+			}
 			if used := q.usage[name][r]; used+c[r] > lim {
 				return fmt.Sprintf("queue %q would pass its limit of %s: %s held + %s asked > %s",
 					name, r, amountText(r, used), amountText(r, c[r]), amountText(r, lim))
