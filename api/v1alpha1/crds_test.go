@@ -232,6 +232,7 @@ func TestQueuePrinterColumns(t *testing.T) {
 		`Pending .status.pending.nvidia\.com/gpu 0`,
 		`Borrowed .status.borrowed.nvidia\.com/gpu 1`,
 		"CPU .status.allocated.cpu 1",
+		"Reclaim .spec.reclaimPolicy 1",
 		`Reason .status.conditions[?(@.type=="Accepted")].reason 1`,
 		"Age .metadata.creationTimestamp 0",
 	}

@@ -50,7 +50,7 @@ const (
 //
 // The GPU columns read the scheduler's GPU resource under its default name
 // (nvidia.com/gpu), what queues that count GPUs of any model hold; -o wide
-// adds the borrowed GPUs, CPU and the Accepted reason.
+// adds the borrowed GPUs, CPU, the reclaim policy and the Accepted reason.
 
 // Queue is one queue of the cluster's queue tree. Leaf queues take jobs
 // (pods name theirs with the corral.dev/queue label); inner queues group
@@ -69,6 +69,7 @@ const (
 // +kubebuilder:printcolumn:name="Pending",type=string,JSONPath=`.status.pending.nvidia\.com/gpu`,description="GPUs the queue's waiting pods ask for"
 // +kubebuilder:printcolumn:name="Borrowed",type=string,JSONPath=`.status.borrowed.nvidia\.com/gpu`,priority=1,description="GPUs held above the guarantee"
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.allocated.cpu`,priority=1,description="CPU the queue's running pods hold"
+// +kubebuilder:printcolumn:name="Reclaim",type=string,JSONPath=`.spec.reclaimPolicy`,priority=1,description="Never, Preempt or Strict"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Queue struct {

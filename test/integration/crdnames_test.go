@@ -98,7 +98,7 @@ func TestCRDNamesAndPrinterColumns(t *testing.T) {
 		{[]string{"get", "cqu", "-o", "name"}, []string{"queue.corral.dev/team-a"}},
 		{[]string{"get", "corralqueues"}, []string{"NAME PARENT ACCEPTED GPUS FAIR SHARE PENDING", "team-a True 4 12 16"}},
 		{[]string{"get", "corralqueue", "team-a", "-o", "wide"}, []string{
-			"NAME PARENT ACCEPTED GPUS FAIR SHARE PENDING BORROWED CPU REASON", "team-a True 4 12 16 2500m 32 Active"}},
+			"NAME PARENT ACCEPTED GPUS FAIR SHARE PENDING BORROWED CPU RECLAIM REASON", "team-a True 4 12 16 2500m 32 Never Active"}},
 		{[]string{"get", "corral", "-o", "name"}, []string{"queue.corral.dev/team-a"}},
 	} {
 		out := kubectl(tc.args...)
