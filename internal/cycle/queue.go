@@ -90,7 +90,7 @@ type QueueSpec struct {
 	// get its lent guarantee back. Without it, the queue waits for borrowed
 	// capacity to come back as jobs end. Lending happens either way.
 	Reclaim bool
-	// StrictReclaim (with Reclaim, here or on an ancestor) lets that reclaim
+	// StrictReclaim (implying Reclaim, here or on an ancestor) lets reclaim
 	// evict a borrowing job even when the eviction leaves the job's queue
 	// below its own guarantee, if nothing else gives the guarantee back: a
 	// job that borrowed the whole cluster cannot then hold the other

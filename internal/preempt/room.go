@@ -212,7 +212,7 @@ func (m *Room) standing(j *workload.Job, leaf string) Standing {
 		st.Guarantee = m.qs.Guarantee(leaf)
 		st.Fair = m.qs.Fair(leaf)
 		st.Reclaim = m.qs.Reclaims(leaf)
-		st.Strict = st.Reclaim && m.qs.StrictReclaim(leaf)
+		st.Strict = m.qs.StrictReclaim(leaf)
 	}
 	return st
 }
@@ -319,10 +319,11 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 	strategy := m.cfg.Strategy
 	r := m.search(Problem{Gang: gang, Units: units, Strategy: strategy,
 		Allowed: m.reclaimKeeps(me, charge, units, kinds, false)})
-	if !r.Found && me.Strict {
+	if !r.Found && me.Strict && r.Refused > 0 {
 		// A borrower holding part of its own queue's guarantee in one gang
 		// (a whole-cluster job that started on an idle cluster) is no set
-		// Keeps allows; a Strict queue takes it anyway, as Kueue does.
+		// Keeps allows; a Strict queue takes it anyway, as Kueue does. When
+		// Keeps refused no set, the relaxed search would repeat this one.
 		if r2 := m.search(Problem{Gang: gang, Units: units, Strategy: strategy,
 			Allowed: m.reclaimKeeps(me, charge, units, kinds, true)}); r2.Found {
 			r = r2

@@ -66,13 +66,12 @@ func (m *Room) reclaimKeeps(me Standing, charge cycle.Amounts, units []Unit, kin
 		}
 		for _, leaf := range leaves {
 			v := Standing{Queue: leaf, Usage: m.qs.Usage(leaf), Guarantee: m.qs.Guarantee(leaf), Fair: m.qs.Fair(leaf)}
-			if belowGuarantee && !fairShare[leaf] {
-				if !NoTakeBack(me, charge, v) {
-					return false
-				}
+			if Keeps(me, charge, v, removed[leaf]) {
 				continue
 			}
-			if !Keeps(me, charge, v, removed[leaf]) {
+			// The relaxed search allows whatever the first did, so it can
+			// only differ where a set was refused (Room.preempt runs it then).
+			if !belowGuarantee || fairShare[leaf] || !NoTakeBack(me, charge, v) {
 				return false
 			}
 		}

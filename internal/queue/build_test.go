@@ -179,10 +179,12 @@ func TestBuildCopiesSpecs(t *testing.T) {
 }
 
 func TestReclaims(t *testing.T) {
-	tree, _ := Build(specs(q("org").Reclaim(), q("a").Parent("org"), q("b"), q("lab").Strict(), q("c").Parent("lab")))
+	strictOnly := q("solo") // StrictReclaim alone implies Reclaim
+	strictOnly.s.StrictReclaim = true
+	tree, _ := Build(specs(q("org").Reclaim(), q("a").Parent("org"), q("b"), q("lab").Strict(), q("c").Parent("lab"), strictOnly))
 	for queue, want := range map[string][2]bool{ // Reclaims, StrictReclaim
 		"org": {true, false}, "a": {true, false}, "b": {false, false},
-		"lab": {true, true}, "c": {true, true}, "nope": {false, false},
+		"lab": {true, true}, "c": {true, true}, "solo": {true, true}, "nope": {false, false},
 	} {
 		if got := [2]bool{tree.Reclaims(queue), tree.StrictReclaim(queue)}; got != want {
 			t.Errorf("%q: Reclaims, StrictReclaim = %v, want %v", queue, got, want)

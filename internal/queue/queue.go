@@ -101,9 +101,10 @@ func (t *Tree) IsLeaf(queue string) bool {
 	return ok && t.nodes[i].leaf
 }
 
-// Reclaims reports whether the queue or one of its ancestors sets Reclaim.
+// Reclaims reports whether the queue or one of its ancestors sets Reclaim
+// or StrictReclaim (which implies it, whatever the driver set).
 func (t *Tree) Reclaims(queue string) bool {
-	return t.upward(queue, func(s *Spec) bool { return s.Reclaim })
+	return t.upward(queue, func(s *Spec) bool { return s.Reclaim || s.StrictReclaim })
 }
 
 // StrictReclaim reports whether the queue or one of its ancestors sets
