@@ -30,8 +30,12 @@ type queueRow struct {
 	FairShare  string `json:"fairShare"`
 	Pending    string `json:"pending"`
 	Borrowed   string `json:"borrowed"`
-	Accepted   string `json:"accepted"` // True, False, or Unknown before the scheduler saw it
-	Reason     string `json:"reason,omitempty"`
+	// ReclaimPolicy is the queue's own spec.reclaimPolicy, Never when unset
+	// (as the scheduler reads it); a queue below a Preempt or Strict queue
+	// reclaims as its ancestor does whatever its own says.
+	ReclaimPolicy string `json:"reclaimPolicy"`
+	Accepted      string `json:"accepted"` // True, False, or Unknown before the scheduler saw it
+	Reason        string `json:"reason,omitempty"`
 }
 
 func newQueuesCmd() *cobra.Command {
@@ -42,8 +46,10 @@ resource (--resource, default nvidia.com/gpu: GPUs of any model; use
 gpu/<model> for queues with per-model quota, cpu, memory), the guarantee,
 the limit, what the queue's running pods hold, its fair share now and what
 its waiting pods ask for, as the scheduler last wrote them in the status.
--o wide adds the weight, what it borrows and whether the scheduler accepted
-the queue into its tree.`,
+-o wide adds the weight, what it borrows, the reclaim policy (Never, Preempt
+or Strict: the queue's own; a queue below a Preempt or Strict queue reclaims
+as that ancestor does) and whether the scheduler accepted the queue into its
+tree.`,
 		false, func(cmd *cobra.Command) {
 			cmd.Flags().StringVar(&res, "resource", v1alpha1.ResourceGPU, "the resource to show")
 		},
@@ -84,7 +90,13 @@ func queueRows(qs []v1alpha1.Queue, res string) []queueRow {
 	rows := make([]queueRow, 0, len(qs))
 	name := corev1.ResourceName(res)
 	for _, q := range qs {
-		r := queueRow{Name: q.Name, Parent: q.Spec.Parent, Resource: res, Weight: "1", Accepted: "Unknown"}
+		r := queueRow{Name: q.Name, Parent: q.Spec.Parent, Resource: res, Weight: "1", Accepted: "Unknown",
+			ReclaimPolicy: string(q.Spec.ReclaimPolicy)}
+		if r.ReclaimPolicy == "" {
+			// The CRD defaults it; an object written before the field
+			// existed has none, and the scheduler reads that as Never.
+			r.ReclaimPolicy = string(v1alpha1.ReclaimNever)
+		}
 		if q.Spec.Weight != nil {
 			r.Weight = q.Spec.Weight.String()
 		}
@@ -129,7 +141,7 @@ func amount(l corev1.ResourceList, name corev1.ResourceName) string {
 func queuesTable(rows []queueRow) table {
 	t := table{items: rows,
 		header:     []string{"NAME", "PARENT", "RESOURCE", "GUARANTEE", "LIMIT", "ALLOCATED", "FAIR SHARE", "PENDING"},
-		wideHeader: []string{"WEIGHT", "BORROWED", "ACCEPTED", "REASON"}}
+		wideHeader: []string{"WEIGHT", "BORROWED", "RECLAIM", "ACCEPTED", "REASON"}}
 	for _, r := range rows {
 		limit := r.Limit
 		if limit == "" {
@@ -140,7 +152,7 @@ func queuesTable(rows []queueRow) table {
 			g = "0"
 		}
 		t.rows = append(t.rows, []string{r.Name, dash(r.Parent), r.Resource, g, limit, r.Allocated, r.FairShare, r.Pending})
-		t.wideRows = append(t.wideRows, []string{r.Weight, r.Borrowed, r.Accepted, dash(r.Reason)})
+		t.wideRows = append(t.wideRows, []string{r.Weight, r.Borrowed, r.ReclaimPolicy, r.Accepted, dash(r.Reason)})
 	}
 	return t
 }

@@ -102,13 +102,21 @@ func queueObj(name, parent string, guaranteed, limit string, status v1alpha1.Que
 	return q
 }
 
+// withReclaim sets the queue's reclaim policy; a queue without one shows
+// the scheduler's default, Never.
+func withReclaim(q *v1alpha1.Queue, p v1alpha1.ReclaimPolicy) *v1alpha1.Queue {
+	q.Spec.ReclaimPolicy = p
+	return q
+}
+
 func gpus(n string) corev1.ResourceList {
 	return corev1.ResourceList{v1alpha1.ResourceGPU: resource.MustParse(n)}
 }
 
 // testCluster is a small GPU cluster: two racks, three nodes (one cordoned
 // with a failed GPU), a running training job, a blocked 16-GPU job with a
-// reservation, a notebook its queue refuses, and three queues.
+// reservation, a notebook its queue refuses, and three queues (one
+// reclaiming by preemption, one strictly, one with no policy written).
 func testCluster(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
 	nodes := []runtime.Object{
 		gpuNodeObj("n1", "r1", 8, nil),
@@ -143,11 +151,12 @@ func testCluster(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
 		Status: v1alpha1.TopologyStatus{Conditions: []metav1.Condition{{Type: v1alpha1.TopologyConditionAccepted, Status: metav1.ConditionTrue, Reason: "InUse"}}}}
 	objs := []*unstructured.Unstructured{
 		toUnstructured(t, topo, "Topology"),
-		toUnstructured(t, queueObj("research", "", "16", "", v1alpha1.QueueStatus{Allocated: gpus("8"), FairShare: gpus("16"), Pending: gpus("16")},
-			metav1.ConditionTrue, "Active"), "Queue"),
+		toUnstructured(t, withReclaim(queueObj("research", "", "16", "", v1alpha1.QueueStatus{Allocated: gpus("8"), FairShare: gpus("16"), Pending: gpus("16")},
+			metav1.ConditionTrue, "Active"), v1alpha1.ReclaimPreempt), "Queue"),
 		toUnstructured(t, queueObj("team-a", "research", "8", "16", v1alpha1.QueueStatus{Allocated: gpus("8"), FairShare: gpus("12"), Pending: gpus("16"), Borrowed: gpus("0")},
 			metav1.ConditionTrue, "Active"), "Queue"),
-		toUnstructured(t, queueObj("team-b", "nope", "", "", v1alpha1.QueueStatus{}, metav1.ConditionFalse, "Invalid"), "Queue"),
+		toUnstructured(t, withReclaim(queueObj("team-b", "nope", "", "", v1alpha1.QueueStatus{}, metav1.ConditionFalse, "Invalid"),
+			v1alpha1.ReclaimStrict), "Queue"),
 	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		queueGVR: "QueueList", topologyGVR: "TopologyList"})
