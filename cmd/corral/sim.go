@@ -380,7 +380,9 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 		return err
 	}
 	if len(rejected) > 0 {
-		fmt.Fprintf(stdout, "\n%d jobs could never be placed on this cluster (they were reported and skipped):\n", len(rejected))
+		// Jobs that never fit were skipped, jobs over their queue's limit
+		// kept pending (their queue counted them); each line says which.
+		fmt.Fprintf(stdout, "\n%d jobs could never start (%s, seed %d):\n", len(rejected), p.policies[0], p.seeds[0])
 		for i, r := range rejected {
 			if i >= o.maxRejections {
 				fmt.Fprintf(stdout, "  ... and %d more (see summary.json)\n", len(rejected)-i)

@@ -143,10 +143,10 @@ type Ledger interface {
 // pods shrink and pool reclaim evict leave their queue's usage.
 type Queues interface {
 	Leaf(j *workload.Job) (string, error)
-	// LimitBefore says why the job would take its queue past a limit
-	// ("": it would not).
-	LimitBefore(leaf string, view *cluster.State, pj cycle.PendingJob) string
-	LimitAfter(leaf string, view *cluster.State, as []placement.Assignment) string
+	// LimitBefore says why the job would take its queue past a limit: a
+	// WaitQuota reason, or the zero Reason when it would not.
+	LimitBefore(leaf string, view *cluster.State, pj cycle.PendingJob) cycle.Reason
+	LimitAfter(leaf string, view *cluster.State, as []placement.Assignment) cycle.Reason
 	Bound(leaf string, view *cluster.State, as []placement.Assignment)
 	// Unbound takes evicted pods off their job's queue usage.
 	Unbound(job workload.JobID, view *cluster.State, pods []cluster.Placed)

@@ -253,7 +253,7 @@ func (b *Cycle) Grow() {
 			// A queue limit is a hard cap, idle capacity or not: grow one
 			// pod at a time up to it.
 			if b.queues != nil {
-				if why := b.queues.LimitAfter(leaf, view, []placement.Assignment{a}); why != "" {
+				if b.queues.LimitAfter(leaf, view, []placement.Assignment{a}).Verdict == placement.WaitQuota {
 					placer.Undo()
 					full = true
 					return

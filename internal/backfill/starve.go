@@ -300,5 +300,5 @@ func (b *Cycle) overLimit(pj cycle.PendingJob) bool {
 		return false
 	}
 	leaf, err := b.queues.Leaf(pj.Job)
-	return err == nil && b.queues.LimitBefore(leaf, b.l.View(), pj) != ""
+	return err == nil && b.queues.LimitBefore(leaf, b.l.View(), pj).Verdict == placement.WaitQuota
 }

@@ -137,6 +137,7 @@ func (*KueueTAS) Cycle(s *engine.Snapshot) engine.Plan {
 			r := waitFree(t.levelName(view), why, len(pods))
 			if quota != nil && strings.HasPrefix(why, "ClusterQueue ") {
 				r = quotaReason(why, len(pods))
+				r.AboveLimit = quota.aboveCapacity(cq, demand) != ""
 			}
 			failed[key] = r
 			plan.Pending = append(plan.Pending, engine.Pending{Job: pj.Job.ID, Reason: r})

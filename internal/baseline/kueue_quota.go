@@ -222,9 +222,41 @@ func (q *kueueQuota) available(i int, r cycle.Resource) int64 {
 	return a
 }
 
+// potential is resource_node.go's potentialAvailable with no lending
+// limits: what the node could take with nothing in use anywhere.
+func (q *kueueQuota) potential(i int, r cycle.Resource) int64 {
+	n := &q.nodes[i]
+	if n.parent < 0 {
+		return n.subtree[r]
+	}
+	a := q.potential(n.parent, r)
+	if b, ok := n.borrow[r]; ok {
+		a = min(a, n.subtree[r]+b)
+	}
+	return a
+}
+
+// aboveCapacity names the first resource (sorted) of which c is more than
+// the ClusterQueue could take even with nothing in use (the flavor
+// assigner's "> maximum capacity"), or "" when there is none: such a
+// workload is never admitted unless the quotas change.
+func (q *kueueQuota) aboveCapacity(cq int, c cycle.Amounts) string {
+	for _, r := range c.Resources() {
+		if m := max(0, q.potential(cq, r)); c[r] > m {
+			return fmt.Sprintf("ClusterQueue %s: insufficient quota for %s: request (%d) > maximum capacity (%d)",
+				q.nodes[cq].name, r, c[r], m)
+		}
+	}
+	return ""
+}
+
 // shortfall names the first resource (sorted) the ClusterQueue cannot take
-// c of, or "" when c fits (ClusterQueueSnapshot.Fits).
+// c of, or "" when c fits (ClusterQueueSnapshot.Fits); a request above
+// the maximum capacity is named first.
 func (q *kueueQuota) shortfall(cq int, c cycle.Amounts) string {
+	if why := q.aboveCapacity(cq, c); why != "" {
+		return why
+	}
 	for _, r := range c.Resources() {
 		if a := max(0, q.available(cq, r)); c[r] > a {
 			return fmt.Sprintf("ClusterQueue %s: insufficient unused quota for %s: %d more needed (%d available)",

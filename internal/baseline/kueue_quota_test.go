@@ -42,13 +42,20 @@ func TestKueueTASQuota(t *testing.T) {
 		running []run
 		pending []*workload.Job
 		want    outcome
-		verdict map[string]string // pending job -> verdict
+		verdict map[string]string // pending job -> verdict (", above its limit": Reason.AboveLimit)
 	}{
 		"a limit holds a queue at it while the cluster has room": {
 			queues:  []cycle.QueueSpec{cq("a", 8, 8, false), cq("b", 8, 0, false)},
 			pending: []*workload.Job{job("a-big", "a", 2, 0, 0)},
 			want:    outcome{Evicted: map[string]int{}, Bound: map[string][]string{}},
-			verdict: map[string]string{"a-big": "WaitQuota"},
+			verdict: map[string]string{"a-big": "WaitQuota, above its limit"},
+		},
+		"a job its queue's running jobs keep under the limit is not above it": {
+			queues:  []cycle.QueueSpec{cq("a", 8, 16, false), cq("b", 8, 0, false)},
+			running: []run{{job("a-run", "a", 1, 0, 0), []string{"n-0"}}},
+			pending: []*workload.Job{job("a-more", "a", 2, 0, 60)},
+			want:    outcome{Evicted: map[string]int{}, Bound: map[string][]string{}},
+			verdict: map[string]string{"a-more": "WaitQuota"},
 		},
 		"without a limit a queue borrows the cohort's unused quota": {
 			queues:  []cycle.QueueSpec{cq("a", 8, 0, false), cq("b", 8, 0, false)},
@@ -117,6 +124,9 @@ func TestKueueTASQuota(t *testing.T) {
 			for _, pd := range p.Pending {
 				if _, ok := tc.verdict[string(pd.Job)]; ok {
 					got[string(pd.Job)] = pd.Reason.Verdict.String()
+					if pd.Reason.AboveLimit {
+						got[string(pd.Job)] += ", above its limit"
+					}
 				}
 			}
 			if diff := cmp.Diff(tc.verdict, got, cmpopts.EquateEmpty()); diff != "" {

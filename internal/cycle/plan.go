@@ -41,6 +41,13 @@ type Reason struct {
 	// (UnknownQueue, InvalidQueue, NotLeaf, NamespaceDenied, NoDefault) for
 	// drivers that show it as a condition reason.
 	Refusal string
+	// AboveLimit, for a WaitQuota verdict, says the job alone asks more
+	// than its queue's (or an ancestor's) limit: it can start in that
+	// queue only once the limit is raised, not when the queue's running
+	// jobs end. A driver whose limits never change (the simulator) may
+	// count it as never starting; Kubernetes keeps it waiting, since an
+	// admin can raise the limit.
+	AboveLimit bool
 }
 
 // EvictionCause says why pods are taken away from a running job.

@@ -67,8 +67,9 @@ func (c *run) place(i int) {
 	}
 	// Queue limit, before placing: what the job asks for would take its
 	// queue past a limit.
-	if why := c.qs.LimitBefore(leaf, c.l.view, pj); why != "" {
-		c.wait(pj, quotaReason(why, len(gang.Pods)))
+	if r := c.qs.LimitBefore(leaf, c.l.view, pj); r.Verdict == placement.WaitQuota {
+		r.Pods = len(gang.Pods)
+		c.wait(pj, r)
 		return
 	}
 	// Backfill holds the reserved nodes this job cannot leave in time and
@@ -119,9 +120,10 @@ func (c *run) place(i int) {
 	// Queue limit, once the GPU models are known. A placement that evicted
 	// victims stands: the limit was checked before, on what the job asks
 	// for; only a pod accepting several models can differ.
-	if why := c.qs.LimitAfter(leaf, c.l.view, res.Assignments); why != "" && len(evictions) == 0 {
+	if r := c.qs.LimitAfter(leaf, c.l.view, res.Assignments); r.Verdict == placement.WaitQuota && len(evictions) == 0 {
 		c.l.placer.Undo()
-		c.wait(pj, quotaReason(why, len(gang.Pods)))
+		r.Pods = len(gang.Pods)
+		c.wait(pj, r)
 		return
 	}
 	c.qs.Bound(leaf, c.l.view, res.Assignments)

@@ -4,7 +4,6 @@ import (
 	"reflect"
 
 	"github.com/corral-dev/corral/internal/cluster"
-	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/queue"
 )
 
@@ -60,9 +59,4 @@ func (e *Engine) newQueueState(s *Snapshot, running []RunningJob, view *cluster.
 	}
 	tree, problems := e.trees.build(s.Queues)
 	return queue.NewState(tree, problems, s, running, view, e.cfg.Aging)
-}
-
-// quotaReason is a WaitQuota reason.
-func quotaReason(why string, pods int) Reason {
-	return Reason{Verdict: placement.WaitQuota, Level: "queue", Message: why, Pods: pods}
 }

@@ -40,8 +40,10 @@ func TestPendingCondition(t *testing.T) {
 		"waits":       {engine.Reason{Verdict: placement.WaitFree, Message: "no room"}, ReasonUnschedulable, "no room"},
 		"never fits":  {engine.Reason{Verdict: placement.NeverFits, Message: "9 GPUs"}, ReasonUnschedulable, "never fits: 9 GPUs"},
 		"queue limit": {engine.Reason{Verdict: placement.WaitQuota, Message: "limit"}, ReasonQueueLimit, "limit"},
-		"refused":     {engine.Reason{Verdict: placement.Refused, Message: "no queue"}, ReasonQueueRefused, "no queue"},
-		"unknown one": {engine.Reason{Verdict: placement.Verdict(200), Message: "?"}, ReasonUnschedulable, "?"},
+		// An admin can raise the limit: the job waits, as for any limit.
+		"above the queue limit": {engine.Reason{Verdict: placement.WaitQuota, AboveLimit: true, Message: "above"}, ReasonQueueLimit, "above"},
+		"refused":               {engine.Reason{Verdict: placement.Refused, Message: "no queue"}, ReasonQueueRefused, "no queue"},
+		"unknown one":           {engine.Reason{Verdict: placement.Verdict(200), Message: "?"}, ReasonUnschedulable, "?"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -37,6 +37,11 @@ type Summary struct {
 	JobsCompleted    int `json:"jobs_completed"`
 	JobsNeverFit     int `json:"jobs_never_fit"` // rejected: no domain could ever hold them
 	JobsStillPending int `json:"jobs_still_pending"`
+	// JobsOverQueueLimit counts jobs that never started because each asks
+	// more than its queue's (or an ancestor's) limit alone: limits never
+	// change in a run, so they never could. Not in JobsStillPending
+	// (replay with queues).
+	JobsOverQueueLimit int `json:"jobs_over_queue_limit"`
 	// JobsTerminated counts jobs stopped for good at their max runtime.
 	JobsTerminated int `json:"jobs_terminated"`
 	PodsPlaced     int `json:"pods_placed"`

@@ -160,26 +160,33 @@ func (q *State) leafUsage() map[string]Amounts {
 }
 
 // overLimit says which queue on the leaf's path would pass its limit if it
-// took c more, or "" when none would.
-func (q *State) overLimit(leaf string, c Amounts) string {
-	for name := leaf; name != "" && name != RootName; name = q.specs[name].Parent {
-		spec := q.specs[name]
-		for _, r := range c.Resources() {
-			lim, ok := spec.Limit[r]
-			if !ok || c[r] <= 0 {
-				continue
-			}
-			if c[r] > lim {
-				return fmt.Sprintf("queue %q's limit of %s is %s and the job asks %s: it cannot start in this queue unless the limit is raised",
-					name, r, amountText(r, lim), amountText(r, c[r]))
-			}
-			if used := q.usage[name][r]; used+c[r] > lim {
-				return fmt.Sprintf("queue %q would pass its limit of %s: %s held + %s asked > %s",
-					name, r, amountText(r, used), amountText(r, c[r]), amountText(r, lim))
+// took c more: a WaitQuota reason, or the zero Reason when none would. A
+// limit c alone exceeds anywhere on the path is reported before one the
+// queues' running jobs fill: that one is permanent (AboveLimit), the other
+// passes as they end.
+func (q *State) overLimit(leaf string, c Amounts) cycle.Reason {
+	for _, above := range []bool{true, false} {
+		for name := leaf; name != "" && name != RootName; name = q.specs[name].Parent {
+			spec := q.specs[name]
+			for _, r := range c.Resources() {
+				lim, ok := spec.Limit[r]
+				if !ok || c[r] <= 0 {
+					continue
+				}
+				if above && c[r] > lim {
+					return cycle.Reason{Verdict: placement.WaitQuota, Level: "queue", AboveLimit: true,
+						Message: fmt.Sprintf("queue %q's limit of %s is %s and the job asks %s: it cannot start in this queue unless the limit is raised",
+							name, r, amountText(r, lim), amountText(r, c[r]))}
+				}
+				if used := q.usage[name][r]; !above && used+c[r] > lim {
+					return cycle.Reason{Verdict: placement.WaitQuota, Level: "queue",
+						Message: fmt.Sprintf("queue %q would pass its limit of %s: %s held + %s asked > %s",
+							name, r, amountText(r, used), amountText(r, c[r]), amountText(r, lim))}
+				}
 			}
 		}
 	}
-	return ""
+	return cycle.Reason{}
 }
 
 // Statuses reports every queue after the cycle, in tree order, then the
@@ -359,18 +366,19 @@ func (q *State) RefusedPending(s *cycle.Snapshot) []cycle.Pending {
 }
 
 // LimitBefore checks what the job asks for (GPUs charged as DemandOf does)
-// against its queue's limits, before any placement is tried.
-func (q *State) LimitBefore(leaf string, view *cluster.State, pj cycle.PendingJob) string {
+// against its queue's limits, before any placement is tried: a WaitQuota
+// reason (Pods not set), or the zero Reason within every limit.
+func (q *State) LimitBefore(leaf string, view *cluster.State, pj cycle.PendingJob) cycle.Reason {
 	if q == nil || leaf == "" {
-		return ""
+		return cycle.Reason{}
 	}
 	return q.overLimit(leaf, DemandOf(view, pj))
 }
 
 // LimitAfter checks what the placement really takes, GPU models included.
-func (q *State) LimitAfter(leaf string, view *cluster.State, as []placement.Assignment) string {
+func (q *State) LimitAfter(leaf string, view *cluster.State, as []placement.Assignment) cycle.Reason {
 	if q == nil || leaf == "" {
-		return ""
+		return cycle.Reason{}
 	}
 	return q.overLimit(leaf, ChargeOfAssignments(view, as))
 }

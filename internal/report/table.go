@@ -53,7 +53,7 @@ func buildGrid(c *comparison) grid {
 		g.Notes = append(g.Notes, legendNotes...)
 		return g
 	}
-	g.Sections = append(g.Sections, fill(c, "Time and jobs (useful and alloc % over the arrival window)", timeColumns()))
+	g.Sections = append(g.Sections, fill(c, "Time and jobs (useful and alloc % over the arrival window)", timeColumns(c)))
 	g.Sections = append(g.Sections, fill(c, "Whole run (first submission to last event, drain included)", wholeRunColumns()))
 	if wait, jct := sizeColumns(c); wait != nil {
 		g.Sections = append(g.Sections, fill(c, "Wait by job size in GPUs, censored (mean / p95)", wait))
@@ -66,6 +66,10 @@ func buildGrid(c *comparison) grid {
 		"communication slowdown, rolled-back work and restart overhead do not count as work.",
 		"wait p50/p95/max: jobs that started; cens. (censored): a job that never started counts",
 		"with its wait until the end of the run.")
+	if overQueueLimit(c) {
+		g.Notes = append(g.Notes, "over limit: jobs that each ask more than their queue's limit alone; a simulation never raises",
+			"it, so they could never start there (not counted as still pending; kube and kube-gang ignore limits).")
+	}
 	if loc := localityColumns(c); loc != nil {
 		g.Sections = append(g.Sections, fill(c, "Placement locality", loc))
 		g.Notes = append(g.Notes, "min-dom %: share of multi-node gangs in the fewest possible domains of that topology level.")
@@ -168,9 +172,10 @@ func failureColumns() []column {
 
 func recovered(s metrics.Summary) bool { return s.Recoveries > 0 }
 
-// unstarted: jobs that could run were left waiting at the end (rejected
-// jobs fit nowhere, for any policy); unfinished: jobs did not complete.
-func unstarted(s metrics.Summary) bool { return s.JobsStillPending > 0 }
+// unstarted: jobs were left waiting at the end (rejected jobs fit nowhere,
+// for any policy; a job over its queue's limit starts under a policy
+// without limits); unfinished: jobs did not complete.
+func unstarted(s metrics.Summary) bool { return s.JobsStillPending+s.JobsOverQueueLimit > 0 }
 func unfinished(s metrics.Summary) bool {
 	return s.JobsCompleted+s.JobsNeverFit+s.JobsTerminated < s.JobsSubmitted
 }
@@ -246,7 +251,18 @@ func fgdColumns() []column {
 	)
 }
 
-func timeColumns() []column {
+// overQueueLimit: some run left jobs that asked more than their queue's
+// limit; without queues, or with none, the column would only hold zeros.
+func overQueueLimit(c *comparison) bool {
+	for _, p := range c.Policies {
+		if anyRun(p.Runs, func(s metrics.Summary) bool { return s.JobsOverQueueLimit > 0 }) {
+			return true
+		}
+	}
+	return false
+}
+
+func timeColumns(c *comparison) []column {
 	dur := func(head string, f func(s metrics.Summary) float64) column {
 		return column{head, func(rs []metrics.Result) string { return duration(statOf(rs, field(f))) }}
 	}
@@ -259,7 +275,7 @@ func timeColumns() []column {
 	// completed: with none, "0s" would read as the best possible figure.
 	started := func(s metrics.Summary) bool { return s.JobsStarted > 0 }
 	completed := func(s metrics.Summary) bool { return s.JobsCompleted > 0 }
-	return []column{
+	cols := []column{
 		{"useful\n%", func(rs []metrics.Result) string {
 			return fixed(statOf(rs, field(func(s metrics.Summary) float64 { return s.UtilizationPct })), 1, true)
 		}},
@@ -272,8 +288,11 @@ func timeColumns() []column {
 		partial(happened(dur("JCT\nmean", func(s metrics.Summary) float64 { return s.JCTMeanS }), completed), unfinished),
 		num("jobs\ndone", func(s metrics.Summary) int { return s.JobsCompleted }),
 		num("never\nfit", func(s metrics.Summary) int { return s.JobsNeverFit }),
-		num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }),
 	}
+	if overQueueLimit(c) {
+		cols = append(cols, num("over\nlimit", func(s metrics.Summary) int { return s.JobsOverQueueLimit }))
+	}
+	return append(cols, num("still\npending", func(s metrics.Summary) int { return s.JobsStillPending }))
 }
 
 // wholeRunColumns are the figures from the first submission to the last

@@ -19,6 +19,9 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 	fgdHeader := []string{"policy", "unalloc\n@100% ↓", "unalloc\n@110% ↓", "unalloc\n@120% ↓", "unalloc\n@130% ↓", "frag\n% ↓", "decision\nµs/pod ↓"}
 	timeHeader := []string{"policy", "useful\n% ↑", "alloc\n%", "wait\np50 ↓", "wait\np95 ↓", "wait\nmax ↓", "JCT\nmean ↓",
 		"jobs\ndone ↑", "never\nfit", "still\npending ↓"}
+	// Shown when some run has one: a simulation never raises a limit.
+	overLimitHeader := []string{"policy", "useful\n% ↑", "alloc\n%", "wait\np50 ↓", "wait\np95 ↓", "wait\nmax ↓", "JCT\nmean ↓",
+		"jobs\ndone ↑", "never\nfit", "over\nlimit", "still\npending ↓"}
 	wholeHeader := []string{"policy", "makespan ↓", "useful\n% ↑", "work\n% ↑", "alloc\n%", "wait mean\ncens. ↓", "wait p95\ncens. ↓",
 		"JCT\np95 ↓", "partial\ngangs ↓", "rdzv\nfailed ↓"}
 	sizes := func(s *metrics.Summary) {
@@ -35,6 +38,13 @@ func TestGridColumnsPerProtocol(t *testing.T) {
 		"replay without topology figures": {
 			results: []metrics.Result{result("corral").Protocol("replay").Obj()},
 			want:    [][]string{timeHeader, wholeHeader},
+		},
+		"replay with jobs over their queue's limit": {
+			results: []metrics.Result{
+				result("corral").Protocol("replay").Sum(func(s *metrics.Summary) { s.JobsOverQueueLimit = 2 }).Obj(),
+				result("kube").Protocol("replay").Obj(),
+			},
+			want: [][]string{overLimitHeader, wholeHeader},
 		},
 		"replay with job sizes": {
 			results: []metrics.Result{result("corral").Protocol("replay").Sum(sizes).Obj()},

@@ -72,6 +72,10 @@ type jobRun struct {
 	ckpt         *ckptSchedule
 	reported     cycle.Checkpoints
 	reportedWork time.Duration
+	// aboveLimit is the scheduler's reason once it said the job alone asks
+	// more than its queue's limit (Reason.AboveLimit): limits never change
+	// in a run, so unless it started it never could (summarise).
+	aboveLimit string
 }
 
 type replay struct {
@@ -442,6 +446,11 @@ func (r *replay) cycle(now time.Time) (evicted bool, err error) {
 	}
 	for _, p := range plan.Pending {
 		v := p.Reason.Verdict
+		if v == placement.WaitQuota && p.Reason.AboveLimit {
+			// Kept pending, as a driver must: the queue's demand and fair
+			// share count it as they would in a cluster.
+			r.jobs[r.byID[p.Job]].aboveLimit = p.Reason.Message
+		}
 		if v != placement.NeverFits && v != placement.Refused {
 			continue
 		}

@@ -15,7 +15,12 @@ func (r *replay) summarise() {
 		if jr.finished && !jr.terminated {
 			jcts = append(jcts, jr.end.Sub(jr.job.Submit).Seconds())
 		}
-		if !jr.started && !jr.rejected {
+		switch {
+		case jr.started || jr.rejected:
+		case jr.aboveLimit != "":
+			s.JobsOverQueueLimit++
+			r.rej = append(r.rej, Rejection{Job: jr.job.ID, Source: jr.job.Source, Reason: jr.aboveLimit})
+		default:
 			s.JobsStillPending++
 		}
 	}
