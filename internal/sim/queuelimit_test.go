@@ -17,7 +17,8 @@ import (
 // never raises the limit): it is counted in JobsOverQueueLimit and listed
 // with the scheduler's reason, not as still pending. Two 16-GPU jobs of a
 // submitted together are only held back in turn by the limit (the
-// cluster has room for both): both complete. A policy without queue limits (kube-gang) runs the big job.
+// cluster has room for both): both complete. A policy without queue limits
+// (kube-gang) runs the big job.
 func TestJobsOverTheirQueueLimitAreCountedApart(t *testing.T) {
 	h100 := func(n int64) cycle.Amounts { return cycle.Amounts{cycle.GPU("H100"): n * workload.MilliPerGPU} }
 	in := Input{ClusterName: "test", Topology: build.Topo("rack"), Nodes: build.Racks(1, 6), TraceName: "test",
