@@ -219,7 +219,7 @@ func TestQueueSetProblems(t *testing.T) {
 		"broken":       `resource "cpu" guaranteed -1: must not be negative`,
 		"under-broken": `left out with its ancestor "broken", which is invalid`,
 		"ok":           "the spec does not decode: bad",
-		"org":          "children's guarantees of gpu/H100 add up to 12000 (team-a=6000, team-b=6000), above its own guarantee 8000",
+		"org":          "children's guarantees of gpu/H100 add up to 12 H100 GPUs (team-a 6 H100 GPUs, team-b 6 H100 GPUs), above its own guarantee of 8 H100 GPUs",
 		"orphan":       `unknown parent "nope"`,
 		"team-a":       `left out with its ancestor "org", which is invalid`,
 		"team-b":       `left out with its ancestor "org", which is invalid`,

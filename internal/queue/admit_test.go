@@ -24,7 +24,7 @@ func TestAdmit(t *testing.T) {
 		"an inner queue":         {queue: "org", ns: "ns-a", want: NotLeaf, msg: `queue "org" is not a leaf queue; submit to one of its leaves (team-a, team-b)`},
 		"the root":               {queue: "root", ns: "ns-a", want: UnknownQueue, msg: `queue "root" does not exist`},
 		"no such queue":          {queue: "nope", ns: "ns-a", want: UnknownQueue, msg: `queue "nope" does not exist`},
-		"a queue Build left out": {queue: "bad", ns: "ns-a", want: InvalidQueue, msg: `queue "bad" is invalid: negative guarantee gpu/H100=-1`},
+		"a queue Build left out": {queue: "bad", ns: "ns-a", want: InvalidQueue, msg: `queue "bad" is invalid: negative guarantee of gpu/H100: -0.001 H100 GPUs`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -120,7 +120,7 @@ func (b *builder) checkSpecs() {
 		reasons = append(reasons, checkAmounts("limit", s.Limit)...)
 		for _, r := range s.Limit.Resources() {
 			if g := s.Guarantee[r]; s.Limit[r] < g && s.Limit[r] >= 0 {
-				reasons = append(reasons, fmt.Sprintf("limit %s=%d is below its guarantee %d", r, s.Limit[r], g))
+				reasons = append(reasons, fmt.Sprintf("limit of %s (%s) is below its guarantee (%s)", r, amountText(r, s.Limit[r]), amountText(r, g)))
 			}
 		}
 		ws := make([]Resource, 0, len(s.Weight))
@@ -169,7 +169,7 @@ func checkAmounts(what string, a Amounts) []string {
 		case r == AllResources:
 			out = append(out, fmt.Sprintf("%q is only a weight key, not a %s resource", AllResources, what))
 		case a[r] < 0:
-			out = append(out, fmt.Sprintf("negative %s %s=%d", what, r, a[r]))
+			out = append(out, fmt.Sprintf("negative %s of %s: %s", what, r, amountText(r, a[r])))
 		}
 	}
 	return out
@@ -316,11 +316,11 @@ func (b *builder) overcommitted(s *Spec, children []string) string {
 		var parts []string
 		for _, c := range children {
 			if v := b.specs[b.byName[c]].Guarantee[r]; v > 0 {
-				parts = append(parts, fmt.Sprintf("%s=%d", c, v))
+				parts = append(parts, fmt.Sprintf("%s %s", c, amountText(r, v)))
 			}
 		}
-		out = append(out, fmt.Sprintf("children's guarantees of %s add up to %d (%s), above its own guarantee %d",
-			r, sum[r], strings.Join(parts, ", "), s.Guarantee[r]))
+		out = append(out, fmt.Sprintf("children's guarantees of %s add up to %s (%s), above its own guarantee of %s",
+			r, amountText(r, sum[r]), strings.Join(parts, ", "), amountText(r, s.Guarantee[r])))
 	}
 	return strings.Join(out, "; ")
 }

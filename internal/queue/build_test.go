@@ -66,14 +66,14 @@ func TestBuild(t *testing.T) {
 		"negative amounts": {
 			specs: specs(q("a").Guarantee(h100, -1000).Limit(CPU, -5), q("ok")),
 			want: []Problem{
-				{"a", "negative guarantee gpu/H100=-1000"},
-				{"a", "negative limit cpu=-5"},
+				{"a", "negative guarantee of gpu/H100: -1 H100 GPUs"},
+				{"a", "negative limit of cpu: -0.005cpu"},
 			},
 			queues: []string{"ok"},
 		},
 		"limit below guarantee": {
 			specs:  specs(q("a").Guarantee(h100, gpus(8)).Limit(h100, gpus(4)), q("ok")),
-			want:   []Problem{{"a", "limit gpu/H100=4000 is below its guarantee 8000"}},
+			want:   []Problem{{"a", "limit of gpu/H100 (4 H100 GPUs) is below its guarantee (8 H100 GPUs)"}},
 			queues: []string{"ok"},
 		},
 		"children's guarantees above the parent's": {
@@ -86,8 +86,8 @@ func TestBuild(t *testing.T) {
 			want: []Problem{
 				{"a", `left out with its ancestor "org", which is invalid`},
 				{"b", `left out with its ancestor "org", which is invalid`},
-				{"org", "children's guarantees of cpu add up to 1 (b=1), above its own guarantee 0; " +
-					"children's guarantees of gpu/H100 add up to 16000 (a=8000, b=8000), above its own guarantee 10000"},
+				{"org", "children's guarantees of cpu add up to 0.001cpu (b 0.001cpu), above its own guarantee of 0cpu; " +
+					"children's guarantees of gpu/H100 add up to 16 H100 GPUs (a 8 H100 GPUs, b 8 H100 GPUs), above its own guarantee of 10 H100 GPUs"},
 			},
 			queues: []string{"ok"},
 		},
@@ -99,7 +99,7 @@ func TestBuild(t *testing.T) {
 				q("y").Parent("org").Guarantee(h100, gpus(8)),
 			),
 			want: []Problem{
-				{"team", "children's guarantees of gpu/H100 add up to 8000 (x=8000), above its own guarantee 4000"},
+				{"team", "children's guarantees of gpu/H100 add up to 8 H100 GPUs (x 8 H100 GPUs), above its own guarantee of 4 H100 GPUs"},
 				{"x", `left out with its ancestor "team", which is invalid`},
 			},
 			queues: []string{"org", "y"},
@@ -145,7 +145,7 @@ func TestBuild(t *testing.T) {
 		},
 		"an inner queue whose children are all invalid stays inner": {
 			specs:  specs(q("org"), q("a").Parent("org").Guarantee(h100, -1)),
-			want:   []Problem{{"a", "negative guarantee gpu/H100=-1"}},
+			want:   []Problem{{"a", "negative guarantee of gpu/H100: -0.001 H100 GPUs"}},
 			queues: []string{"org"},
 		},
 	}
