@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,13 +22,21 @@ import (
 // the gang's first pod, for people (AnnotationHeldRoom); nothing reads it
 // back.
 
-// holdTimeout is how long the pod's gang holds room for late members.
-func holdTimeout(p *corev1.Pod) time.Duration {
-	def, _ := time.ParseDuration(v1alpha1.DefaultHoldTimeout)
-	if d, err := time.ParseDuration(p.Annotations[v1alpha1.AnnotationHoldTimeout]); err == nil && d > 0 {
-		return d
+// holdTimeout is how long the pod's gang holds room for late members, or a
+// problem for the job's invalid reason: a malformed value is not silently
+// replaced by the default.
+func holdTimeout(p *corev1.Pod) (time.Duration, string) {
+	v := p.Annotations[v1alpha1.AnnotationHoldTimeout]
+	if v == "" {
+		def, _ := time.ParseDuration(v1alpha1.DefaultHoldTimeout)
+		return def, ""
 	}
-	return def
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Sprintf("annotation %s=%q: want a positive duration such as 10m (default %s)",
+			v1alpha1.AnnotationHoldTimeout, v, v1alpha1.DefaultHoldTimeout)
+	}
+	return d, ""
 }
 
 // laterMembers is the snapshot's fact about kj's members not created yet;

@@ -106,6 +106,44 @@ func TestLaterMembersFact(t *testing.T) {
 	}
 }
 
+// TestHoldTimeoutAnnotation: a malformed hold timeout makes the job invalid
+// with a reason naming the annotation and its form, rather than holding
+// room for the default 5m the user did not ask for.
+func TestHoldTimeoutAnnotation(t *testing.T) {
+	ov := &ownerView{jobs: store(), lwss: store(lwsObj("ready", "LeaderReady", 4))}
+	cases := map[string]struct {
+		value       string
+		wantHold    time.Duration
+		wantInvalid string
+	}{
+		"unset: the default": {value: "", wantHold: 5 * time.Minute},
+		"a duration":         {value: "90s", wantHold: 90 * time.Second},
+		"no duration":        {value: "10", wantInvalid: `annotation corral.dev/hold-timeout="10": want a positive duration such as 10m (default 5m)`},
+		"negative":           {value: "-5m", wantInvalid: `annotation corral.dev/hold-timeout="-5m": want a positive duration such as 10m (default 5m)`},
+		"zero":               {value: "0s", wantInvalid: `annotation corral.dev/hold-timeout="0s": want a positive duration such as 10m (default 5m)`},
+		"past time.Duration": {value: "9999999h", wantInvalid: `annotation corral.dev/hold-timeout="9999999h": want a positive duration such as 10m (default 5m)`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			leader := pod("ready-0").gpus(8).lws("ready", "0", "0", 4).ann(v1alpha1.AnnotationHoldTimeout, tc.value).obj()
+			kj := buildJobs([]*corev1.Pod{leader}, nil, ownedGroups{ov: ov}, nil, testCfg)[0]
+			if kj.invalid != tc.wantInvalid {
+				t.Fatalf("invalid %q, want %q", kj.invalid, tc.wantInvalid)
+			}
+			lm, ok := laterMembers(kj, nil)
+			if tc.wantInvalid != "" {
+				if ok {
+					t.Errorf("an invalid job holds room: %+v", lm)
+				}
+				return
+			}
+			if !ok || lm.HoldFor != tc.wantHold {
+				t.Errorf("later members %+v (%v), want held %v", lm, ok, tc.wantHold)
+			}
+		})
+	}
+}
+
 // TestLeaderReadyThroughTheEngine follows an LWS group under LeaderReady
 // through the real engine on 2 racks of 4 nodes: the leader arrives alone,
 // the engine places the whole group of 4 in one rack, the leader is bound

@@ -317,7 +317,13 @@ func newJob(key string, members, finished []*corev1.Pod, assumed map[string]stri
 			kj.invalid = strings.Join(problems, "; ")
 			return kj
 		}
-		kj.holdFor = holdTimeout(first)
+		hold, why := holdTimeout(first)
+		if why != "" {
+			problems = append(problems, why)
+			kj.invalid = strings.Join(problems, "; ")
+			return kj
+		}
+		kj.holdFor = hold
 	}
 	if exist := len(members) + kj.laterCount(); minMembers > exist && kj.waiting == "" {
 		kj.waiting = gangWaitMessage(exist, minMembers)

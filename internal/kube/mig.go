@@ -259,6 +259,9 @@ func migRequest(p *corev1.Pod) (profile string, count int64, err error) {
 	return profiles[0], 1, nil
 }
 
+// maxGPUMemory bounds the gpu-memory annotation far above any GPU's memory.
+var maxGPUMemory = resource.MustParse("1Pi")
+
 // memoryShare reads the corral.dev/gpu-memory annotation in MiB (rounded up).
 func memoryShare(p *corev1.Pod) (int64, error) {
 	v := p.Annotations[v1alpha1.AnnotationGPUMemory]
@@ -266,8 +269,11 @@ func memoryShare(p *corev1.Pod) (int64, error) {
 		return 0, nil
 	}
 	q, err := resource.ParseQuantity(v)
-	if err != nil || q.Sign() <= 0 {
-		return 0, fmt.Errorf("annotation %s=%q: want a positive quantity of GPU memory such as 10Gi", v1alpha1.AnnotationGPUMemory, v)
+	// Past int64 bytes Value() wraps to 0 or a negative number: bounded
+	// here, a huge share is refused rather than silently dropped.
+	if err != nil || q.Sign() <= 0 || q.Cmp(maxGPUMemory) > 0 {
+		return 0, fmt.Errorf("annotation %s=%q: want a positive quantity of GPU memory such as 10Gi, at most %s",
+			v1alpha1.AnnotationGPUMemory, v, maxGPUMemory.String())
 	}
 	return (q.Value() + (1 << 20) - 1) >> 20, nil
 }

@@ -124,6 +124,15 @@ func TestDeviceRequests(t *testing.T) {
 			wantErr: "both ask for a share of one GPU"},
 		"a memory share that is no quantity": {pod: pod("p").ann(v1alpha1.AnnotationGPUMemory, "lots").obj(),
 			wantErr: `annotation corral.dev/gpu-memory="lots": want a positive quantity`},
+		"a memory share past int64 bytes (it read as none)": {pod: pod("p").ann(v1alpha1.AnnotationGPUMemory, "1e30").obj(),
+			wantErr: `annotation corral.dev/gpu-memory="1e30": want a positive quantity of GPU memory such as 10Gi, at most 1Pi`},
+		"a memory share of 8Ei (it read as negative)": {pod: pod("p").ann(v1alpha1.AnnotationGPUMemory, "8Ei").obj(),
+			wantErr: `at most 1Pi`},
+		"a GPU count past int64 asks for more than any node has, not for none": {pod: func() *corev1.Pod {
+			p := pod("p").obj()
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1e30")}
+			return p
+		}(), want: workload.Request{CPUMilli: 2000, MemMiB: 4096, GPUs: 1 << 16}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/workload"
@@ -82,14 +83,22 @@ func podRequest(p *corev1.Pod, gpuResource, draDriver string, groups groupLookup
 
 func gpuCount(res corev1.ResourceRequirements, gpuResource string) int64 {
 	name := corev1.ResourceName(gpuResource)
-	if q, ok := res.Limits[name]; ok {
-		return q.Value()
+	q, ok := res.Limits[name]
+	if !ok {
+		if q, ok = res.Requests[name]; !ok {
+			return 0
+		}
 	}
-	if q, ok := res.Requests[name]; ok {
-		return q.Value()
+	// Past int64, Value() wraps (1e30 reads 0): such a pod would pass as
+	// asking for no GPU. It asks for more than any node has.
+	if q.Cmp(maxGPUCount) > 0 {
+		return maxGPUCount.Value()
 	}
-	return 0
+	return q.Value()
 }
+
+// maxGPUCount caps a pod's GPU count; podRequest caps it again, lower.
+var maxGPUCount = resource.MustParse("1e9")
 
 // claimName resolves the ResourceClaim a pod's claim entry refers to.
 func claimName(p *corev1.Pod, rc corev1.PodResourceClaim) (string, bool) {

@@ -76,6 +76,15 @@ func TestBuild(t *testing.T) {
 			want:   []Problem{{"a", "limit of gpu/H100 (4 H100 GPUs) is below its guarantee (8 H100 GPUs)"}},
 			queues: []string{"ok"},
 		},
+		"limit below guarantee, in GPUs of any model and in a million cores": {
+			specs: specs(q("a").Guarantee("gpu", gpus(8)).Limit("gpu", 4500),
+				q("b").Guarantee(CPU, 2_000_000_000).Limit(CPU, 1_000_000_000), q("ok")),
+			want: []Problem{
+				{"a", "limit of gpu (4.5 GPUs) is below its guarantee (8 GPUs)"},
+				{"b", "limit of cpu (1000000cpu) is below its guarantee (2000000cpu)"},
+			},
+			queues: []string{"ok"},
+		},
 		"children's guarantees above the parent's": {
 			specs: specs(
 				q("org").Guarantee(h100, gpus(10)),

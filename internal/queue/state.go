@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -330,17 +331,27 @@ func addTo(dst, src Amounts) {
 	}
 }
 
-// amountText renders an amount in the unit users think in.
+// amountText renders an amount in the unit users think in. "gpu" is GPUs
+// of any model: the Kubernetes driver's name for a Queue's GPU resource
+// while the cluster has no GPU model yet.
 func amountText(r Resource, v int64) string {
 	switch {
 	case r == CPU:
-		return fmt.Sprintf("%gcpu", float64(v)/1000)
+		return milliText(v) + "cpu"
 	case r == Memory:
 		return fmt.Sprintf("%dMiB", v)
-	case len(r) > 4 && r[:4] == "gpu/":
-		return fmt.Sprintf("%g %s GPUs", float64(v)/workload.MilliPerGPU, r[4:])
+	case r == "gpu":
+		return milliText(v) + " GPUs"
+	case strings.HasPrefix(string(r), "gpu/"):
+		return fmt.Sprintf("%s %s GPUs", milliText(v), r[4:])
 	}
 	return fmt.Sprintf("%d", v)
+}
+
+// milliText renders thousandths as a plain decimal, never with an exponent
+// (a limit of a million cores reads 1000000, not 1e+06).
+func milliText(v int64) string {
+	return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)
 }
 
 // The methods below are the cycle's hooks; each is a no-op without queues
