@@ -68,7 +68,12 @@ The pods of each run exist before its scheduler starts, so creation speed is
 not measured. Each scheduler runs as its own process; its peak RSS is read
 from /proc.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runE2E(cmd.Context(), cmd.OutOrStdout(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return runE2E(cmd.Context(), cmd.OutOrStdout(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.nodes, "nodes", 1000, "kwok nodes (20 per rack)")
@@ -80,6 +85,27 @@ from /proc.`,
 	f.IntVar(&o.qps, "qps", 1000, "client QPS of both schedulers (burst is twice)")
 	f.StringVar(&o.jsonFile, "json", "", "also write the results as JSON")
 	return cmd
+}
+
+// validate checks the flags before the control plane starts: a count
+// below 1 would leave the benchmark waiting for nodes or pods that never
+// come, a --json file that cannot be written would lose the results.
+func (o e2eOptions) validate() error {
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"--nodes", o.nodes}, {"--gpus-per-node", o.gpusPerNode}, {"--pods", o.pods}, {"--gangs", o.gangs},
+		{"--gang-size", o.gangSize}, {"--workers", o.workers}, {"--qps", o.qps}} {
+		if f.v < 1 {
+			return fmt.Errorf("%s %d: must be at least 1", f.flag, f.v)
+		}
+	}
+	// Every run's pods stay until the end (see the command's help).
+	if need, have := 2*o.pods+o.gangs*o.gangSize, o.nodes*o.gpusPerNode; need > have {
+		return fmt.Errorf("--nodes %d × --gpus-per-node %d = %d GPUs, below the %d single-GPU pods of the three runs (2 × --pods + --gangs × --gang-size)",
+			o.nodes, o.gpusPerNode, have, need)
+	}
+	return checkFileWritable("--json", o.jsonFile)
 }
 
 func runE2E(ctx context.Context, out io.Writer, o e2eOptions) error {

@@ -26,8 +26,11 @@ constraint), the reason it waits, and what would let it start.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, pod, ok := strings.Cut(args[0], "/")
-			if !ok || ns == "" || pod == "" {
+			if !ok || ns == "" || pod == "" || strings.Contains(pod, "/") {
 				return fmt.Errorf("want NAMESPACE/POD, got %q", args[0])
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %q: want text or json", output)
 			}
 			// With --config, explain sees what the scheduler sees: its
 			// name, topology, spares, pools and backfill settings (flags

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -153,6 +154,19 @@ func age(d time.Duration) string {
 }
 
 // listCmd builds one of the listing commands around its lister.
+// noEmptyNames refuses a name flag set to "" (--gpu-resource=,
+// --scheduler-name=): the listing would match nothing and print zeros, as
+// if the cluster were empty.
+func noEmptyNames(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if err == nil && fl.Value.Type() == "string" && fl.DefValue != "" && fl.Value.String() == "" {
+			err = fmt.Errorf("--%s: must not be empty (default %s)", fl.Name, fl.DefValue)
+		}
+	})
+	return err
+}
+
 func listCmd(use, short, long string, namespaced bool, extra func(*cobra.Command),
 	list func(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, ns string, f *getFlags) (table, error)) *cobra.Command {
 	var f getFlags
@@ -163,6 +177,9 @@ func listCmd(use, short, long string, namespaced bool, extra func(*cobra.Command
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
+				return err
+			}
+			if err := noEmptyNames(cmd.Flags()); err != nil {
 				return err
 			}
 			client, dyn, ns, err := newClients(&f)

@@ -244,6 +244,9 @@ func TestListingErrors(t *testing.T) {
 	}{
 		{[]string{"jobs", "-o", "table"}, `-o "table": want wide, json or yaml`},
 		{[]string{"nodes", "--by", "spine"}, `--by "spine": the Topology has no such level (levels: rack)`},
+		{[]string{"jobs", "--gpu-resource", ""}, `--gpu-resource: must not be empty (default nvidia.com/gpu)`},
+		{[]string{"nodes", "--scheduler-name", ""}, `--scheduler-name: must not be empty (default corral)`},
+		{[]string{"queues", "--resource", ""}, `--resource: must not be empty (default nvidia.com/gpu)`},
 	} {
 		root := &cobra.Command{Use: "corral", SilenceUsage: true, SilenceErrors: true}
 		root.AddCommand(newJobsCmd(time.Now), newQueuesCmd(), newNodesCmd())

@@ -194,6 +194,9 @@ func runScheduler(o schedulerOptions) error {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	if err := o.validate(); err != nil {
+		return err
+	}
 	opts, err := o.adapterOptions()
 	if err != nil {
 		return err
@@ -215,9 +218,6 @@ func runScheduler(o schedulerOptions) error {
 	}
 	var fence *kube.Fence
 	if o.leaderElect {
-		if o.renewDeadline <= 0 || o.renewDeadline >= o.leaseDuration {
-			return fmt.Errorf("--leader-elect-renew-deadline %s must be positive and below the lease duration %s", o.renewDeadline, o.leaseDuration)
-		}
 		fence = kube.NewFence(o.renewDeadline, nil)
 		cfg = rest.CopyConfig(cfg)
 		cfg.Wrap(fence.WrapTransport)

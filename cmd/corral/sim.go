@@ -297,17 +297,7 @@ func checkWritable(o simOptions) error {
 		}
 	}
 	for _, f := range []struct{ flag, path string }{{"--json", o.jsonFile}, {"--save-trace", o.saveTrace}} {
-		if f.path == "" {
-			continue
-		}
-		if fi, err := os.Stat(f.path); err == nil && fi.IsDir() {
-			return fmt.Errorf("%s %s: is a folder, want a file", f.flag, f.path)
-		}
-		dir := filepath.Dir(f.path)
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return fmt.Errorf("%s %s: folder %s does not exist", f.flag, f.path, dir)
-		}
-		if err := try(f.flag, dir); err != nil {
+		if err := checkFileWritable(f.flag, f.path); err != nil {
 			return err
 		}
 	}
@@ -315,6 +305,27 @@ func checkWritable(o simOptions) error {
 		return fmt.Errorf("--save-trace %s: want a .csv file (the corral CSV job trace)", o.saveTrace)
 	}
 	return nil
+}
+
+// checkFileWritable makes sure that the file a flag names ("" for none)
+// can be written, by writing (and removing) a file beside it.
+func checkFileWritable(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s: is a folder, want a file", flag, path)
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s %s: folder %s does not exist", flag, path, dir)
+	}
+	f, err := os.CreateTemp(dir, ".corral-write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot write in %s: %w", flag, dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // saveTracePath is where seed's trace goes: the file itself for one seed,
