@@ -54,7 +54,7 @@ func TestPlaceGangEligibleDevices(t *testing.T) {
 			taken:  map[string][]int{"n-0": {2}},
 			req:    workload.Request{GPUs: 3, Devices: filter("all", true, "n-0", "gpu1", "gpu2", "gpu3")},
 			pods:   1,
-			failed: "the cluster has no room for 1×[3 GPU, all of one set of the devices its selectors match, 0m CPU, 0 MiB] now (fits 1 of 1 pods, 15 GPUs free); 2 free devices match its selectors and constraints",
+			failed: "the cluster has no room for 1×[3 GPU, all of one set of the devices its selectors match, 0 CPU, 0 MiB] now (fits 1 of 1 pods, 15 GPUs free); 2 free devices match its selectors and constraints",
 		},
 		"a gang spreads over the eligible devices of both nodes": {
 			req: workload.Request{GPUs: 2, Devices: &workload.DeviceFilter{Key: "g", Groups: map[string][][]string{
@@ -65,7 +65,7 @@ func TestPlaceGangEligibleDevices(t *testing.T) {
 		"no device matches anywhere: never fits, and says so": {
 			req:    workload.Request{GPUs: 1, Devices: &workload.DeviceFilter{Key: "none", Groups: map[string][][]string{}}},
 			pods:   1,
-			failed: "no node could ever hold one pod of 1 GPU, from the devices its selectors match, 0m CPU, 0 MiB: no healthy device matches its selectors and constraints",
+			failed: "no node could ever hold one pod of 1 GPU, from the devices its selectors match, 0 CPU, 0 MiB: no healthy device matches its selectors and constraints",
 		},
 	}
 	for name, tc := range cases {

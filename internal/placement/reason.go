@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/corral-dev/corral/internal/cluster"
+	"github.com/corral-dev/corral/internal/workload"
 )
 
 // Verdict separates "not now" from "never".
@@ -155,7 +156,7 @@ func freeText(free int64, groups []podGroup) string {
 			return fmt.Sprintf("%.1f GPUs", float64(free)/1000)
 		}
 	}
-	return fmt.Sprintf("%dm CPU", free)
+	return workload.CPUText(free)
 }
 
 // everFits reports whether some schedulable node, empty, could hold one pod.
@@ -270,7 +271,7 @@ func sizeText(s *cluster.State, r *PodReq) string {
 		return fmt.Sprintf("the largest node has %d %s GPUs", maxGPU, models)
 	}
 	if r.CPUMilli > maxCPU {
-		return fmt.Sprintf("the largest node has %dm CPU", maxCPU)
+		return "the largest node has " + workload.CPUText(maxCPU)
 	}
 	if r.MemMiB > maxMem {
 		return fmt.Sprintf("the largest node has %d MiB memory", maxMem)

@@ -67,7 +67,7 @@ func TestBuild(t *testing.T) {
 			specs: specs(q("a").Guarantee(h100, -1000).Limit(CPU, -5), q("ok")),
 			want: []Problem{
 				{"a", "negative guarantee of gpu/H100: -1 H100 GPUs"},
-				{"a", "negative limit of cpu: -0.005cpu"},
+				{"a", "negative limit of cpu: -5m CPU"},
 			},
 			queues: []string{"ok"},
 		},
@@ -76,12 +76,12 @@ func TestBuild(t *testing.T) {
 			want:   []Problem{{"a", "limit of gpu/H100 (4 H100 GPUs) is below its guarantee (8 H100 GPUs)"}},
 			queues: []string{"ok"},
 		},
-		"limit below guarantee, in GPUs of any model and in a million cores": {
+		"limit below guarantee, in GPUs of any model and in a million cores, whole CPUs as Kubernetes writes them": {
 			specs: specs(q("a").Guarantee("gpu", gpus(8)).Limit("gpu", 4500),
 				q("b").Guarantee(CPU, 2_000_000_000).Limit(CPU, 1_000_000_000), q("ok")),
 			want: []Problem{
 				{"a", "limit of gpu (4.5 GPUs) is below its guarantee (8 GPUs)"},
-				{"b", "limit of cpu (1000000cpu) is below its guarantee (2000000cpu)"},
+				{"b", "limit of cpu (1000000 CPU) is below its guarantee (2000000 CPU)"},
 			},
 			queues: []string{"ok"},
 		},
@@ -95,7 +95,7 @@ func TestBuild(t *testing.T) {
 			want: []Problem{
 				{"a", `left out with its ancestor "org", which is invalid`},
 				{"b", `left out with its ancestor "org", which is invalid`},
-				{"org", "children's guarantees of cpu add up to 0.001cpu (b 0.001cpu), above its own guarantee of 0cpu; " +
+				{"org", "children's guarantees of cpu add up to 1m CPU (b 1m CPU), above its own guarantee of 0 CPU; " +
 					"children's guarantees of gpu/H100 add up to 16 H100 GPUs (a 8 H100 GPUs, b 8 H100 GPUs), above its own guarantee of 10 H100 GPUs"},
 			},
 			queues: []string{"ok"},

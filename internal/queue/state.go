@@ -337,7 +337,7 @@ func addTo(dst, src Amounts) {
 func amountText(r Resource, v int64) string {
 	switch {
 	case r == CPU:
-		return milliText(v) + "cpu"
+		return workload.CPUText(v)
 	case r == Memory:
 		return fmt.Sprintf("%dMiB", v)
 	case r == "gpu":
@@ -349,7 +349,7 @@ func amountText(r Resource, v int64) string {
 }
 
 // milliText renders thousandths as a plain decimal, never with an exponent
-// (a limit of a million cores reads 1000000, not 1e+06).
+// (a limit of a million GPUs reads 1000000, not 1e+06).
 func milliText(v int64) string {
 	return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)
 }

@@ -288,7 +288,7 @@ func (r Request) String() string {
 	for _, a := range r.Apart {
 		fmt.Fprintf(&b, ", one per %s", a.Key)
 	}
-	fmt.Fprintf(&b, ", %dm CPU, %d MiB", r.CPUMilli, r.MemMiB)
+	fmt.Fprintf(&b, ", %s, %d MiB", CPUText(r.CPUMilli), r.MemMiB)
 	return b.String()
 }
 

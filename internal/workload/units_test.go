@@ -1,0 +1,13 @@
+package workload
+
+import "testing"
+
+func TestCPUText(t *testing.T) {
+	for milli, want := range map[int64]string{
+		0: "0 CPU", 500: "500m CPU", 1000: "1 CPU", 1500: "1500m CPU", 96000: "96 CPU", -5: "-5m CPU", -2000: "-2 CPU",
+	} {
+		if got := CPUText(milli); got != want {
+			t.Errorf("CPUText(%d) = %q, want %q", milli, got, want)
+		}
+	}
+}
