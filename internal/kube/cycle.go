@@ -34,8 +34,8 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 		return res, err
 	}
 	s.complete(w, start)
-	for _, msg := range w.warnings {
-		s.log.Debug("snapshot", "warning", msg)
+	for _, msg := range s.snapshotWarnings.fresh(w.warnings) {
+		s.log.Warn("snapshot", "warning", msg)
 	}
 	if err := s.fenced(); err != nil {
 		return res, err
@@ -53,8 +53,12 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 	}
 	plan := s.engine.Cycle(w.snap)
 	res.Plan = plan
+	planWarnings := make([]string, 0, len(plan.Warnings))
 	for _, wn := range plan.Warnings {
-		s.log.Debug("plan", "job", wn.Job, "warning", wn.Message)
+		planWarnings = append(planWarnings, fmt.Sprintf("job %s: %s", wn.Job, wn.Message))
+	}
+	for _, msg := range s.planWarnings.fresh(planWarnings) {
+		s.log.Warn("plan", "warning", msg)
 	}
 	if err := s.fenced(); err != nil {
 		return res, err

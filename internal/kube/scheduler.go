@@ -76,6 +76,9 @@ type Scheduler struct {
 	// wasFenced: the last cycle wrote nothing for want of the Lease (logs
 	// say so once per episode).
 	wasFenced bool
+	// snapshotWarnings and planWarnings log each warning once while it
+	// lasts (warnlog.go).
+	snapshotWarnings, planWarnings warnLog
 }
 
 // CycleResult summarises one cycle, for logs and tests.
