@@ -104,8 +104,8 @@ func queueRows(qs []v1alpha1.Queue, res string) []queueRow {
 			if qr.Name != res {
 				continue
 			}
-			r.Guaranteed = quantity(qr.Guaranteed)
-			r.Limit = quantity(qr.Limit)
+			r.Guaranteed = quantity(name, qr.Guaranteed)
+			r.Limit = quantity(name, qr.Limit)
 			if qr.Weight != nil {
 				r.Weight = qr.Weight.String()
 			}
@@ -122,18 +122,25 @@ func queueRows(qs []v1alpha1.Queue, res string) []queueRow {
 	return rows
 }
 
-func quantity(q *resource.Quantity) string {
-	if q == nil {
+// quantity renders an amount of resource name as users count it: CPU and
+// memory as Kubernetes writes them (500m, 64Gi), GPUs and other devices as
+// a plain number (a fair share of 12.5 GPUs, which the status holds as
+// 12500m).
+func quantity(name corev1.ResourceName, q *resource.Quantity) string {
+	switch {
+	case q == nil:
 		return ""
+	case name == corev1.ResourceCPU || name == corev1.ResourceMemory:
+		return q.String()
 	}
-	return q.String()
+	return formatMilli(q.MilliValue())
 }
 
 // amount is a status figure, "0" when the scheduler wrote none (it leaves
 // zero amounts out).
 func amount(l corev1.ResourceList, name corev1.ResourceName) string {
 	if q, ok := l[name]; ok {
-		return q.String()
+		return quantity(name, &q)
 	}
 	return "0"
 }

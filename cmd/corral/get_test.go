@@ -153,7 +153,7 @@ func testCluster(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
 		toUnstructured(t, topo, "Topology"),
 		toUnstructured(t, withReclaim(queueObj("research", "", "16", "", v1alpha1.QueueStatus{Allocated: gpus("8"), FairShare: gpus("16"), Pending: gpus("16")},
 			metav1.ConditionTrue, "Active"), v1alpha1.ReclaimPreempt), "Queue"),
-		toUnstructured(t, queueObj("team-a", "research", "8", "16", v1alpha1.QueueStatus{Allocated: gpus("8"), FairShare: gpus("12"), Pending: gpus("16"), Borrowed: gpus("0")},
+		toUnstructured(t, queueObj("team-a", "research", "8", "16", v1alpha1.QueueStatus{Allocated: gpus("8"), FairShare: gpus("12500m"), Pending: gpus("16"), Borrowed: gpus("0")},
 			metav1.ConditionTrue, "Active"), "Queue"),
 		toUnstructured(t, withReclaim(queueObj("team-b", "nope", "", "", v1alpha1.QueueStatus{}, metav1.ConditionFalse, "Invalid"),
 			v1alpha1.ReclaimStrict), "Queue"),
@@ -255,6 +255,28 @@ func TestListingErrors(t *testing.T) {
 		err := root.Execute()
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("corral %s: error %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
+
+// TestQueueQuantity: GPUs and other devices read as plain numbers (the
+// status holds 12.5 GPUs as 12500m), CPU and memory as Kubernetes writes
+// them.
+func TestQueueQuantity(t *testing.T) {
+	for _, tc := range []struct {
+		name corev1.ResourceName
+		q    string
+		want string
+	}{
+		{v1alpha1.ResourceGPU, "12500m", "12.5"},
+		{v1alpha1.ResourceGPU, "16", "16"},
+		{"gpu/H100", "500m", "0.5"},
+		{corev1.ResourceCPU, "2500m", "2500m"},
+		{corev1.ResourceMemory, "64Gi", "64Gi"},
+	} {
+		q := resource.MustParse(tc.q)
+		if got := quantity(tc.name, &q); got != tc.want {
+			t.Errorf("quantity(%s, %s) = %q, want %q", tc.name, tc.q, got, tc.want)
 		}
 	}
 }
