@@ -38,6 +38,40 @@ func FuzzPodAnnotations(f *testing.F) {
 	})
 }
 
+// FuzzPodSharesAndRuntimes: the annotations FuzzPodAnnotations leaves out
+// (a GPU share by memory, runtime limits, remediation) and GPU counts of
+// any size never panic, and a job that is not marked invalid or waiting
+// passes the engine's validation, with no negative share or duration.
+func FuzzPodSharesAndRuntimes(f *testing.F) {
+	f.Add("10Gi", "12h", "ReplaceRanks", "30m", "10m", "1h", "1")
+	f.Add("1e30", "0s", "restart", "-1h", "x", "1d", "1e30")
+	f.Add("8Ei", "", "", "", "", "", "9223372036854775807")
+	f.Fuzz(func(t *testing.T, mem, maxRuntime, remediation, repairWait, overhead, minRuntime, gpus string) {
+		p := pod("a").obj()
+		p.Annotations = map[string]string{
+			v1alpha1.AnnotationGPUMemory: mem, v1alpha1.AnnotationMaxRuntime: maxRuntime,
+			v1alpha1.AnnotationRemediation: remediation, v1alpha1.AnnotationRepairWait: repairWait,
+			v1alpha1.AnnotationRestartOverhead: overhead, v1alpha1.AnnotationMinRuntime: minRuntime,
+		}
+		if q, err := resource.ParseQuantity(gpus); err == nil {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": q}
+		}
+		for _, kj := range buildJobs([]*corev1.Pod{p}, nil, fakeGroups{}, nil, testCfg) {
+			if kj.invalid != "" || kj.waiting != "" {
+				continue
+			}
+			if err := kj.job.Validate(); err != nil {
+				t.Fatalf("accepted job fails validation: %v", err)
+			}
+			j := kj.job
+			if r := j.PodSets[0].Request; r.GPUMemMiB < 0 || r.GPUs < 0 || j.MaxRuntime < 0 || j.RepairWait < 0 ||
+				j.RestartOverhead < 0 || j.MinRuntime < 0 {
+				t.Fatalf("accepted job with a negative amount: %+v, request %+v", j, r)
+			}
+		}
+	})
+}
+
 // FuzzQueues: whatever a Queue holds (where the API server's validation was
 // bypassed), converting the queues and admitting a pod into one never
 // panics, and a queue the conversion accepts has amounts the engine's tree
