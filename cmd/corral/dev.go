@@ -145,20 +145,10 @@ func devNodes(blocks, racks, nodes int) []devNode {
 
 func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if o.blocks < 1 || o.racks < 1 || o.nodes < 1 {
-		return fmt.Errorf("--blocks, --racks and --nodes must be at least 1")
+	if err := o.validate(); err != nil {
+		return err
 	}
-	switch o.mode() {
-	case "mixed", "extended", "dra":
-	default:
-		return fmt.Errorf("--gpu-mode %q: want mixed, extended or dra", o.gpuMode)
-	}
-	if total := o.blocks * o.racks * o.nodes; total > 2000 {
-		return fmt.Errorf("%d nodes: at most 2000 for a local cluster", total)
-	}
-	if o.gpus < 1 || o.gpus > 128 {
-		return fmt.Errorf("--gpus must be 1-128")
-	}
+	o.metricsAddr, o.healthAddr = serveAddress(o.metricsAddr), serveAddress(o.healthAddr)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -58,9 +59,47 @@ func TestSchedulerFlagsCheckedFirst(t *testing.T) {
 	// With leader election off, its durations are not checked; the flags
 	// pass, and the missing kubeconfig is what fails.
 	err := execute(newSchedulerCmd(), "scheduler", "--kubeconfig", "/none", "--leader-elect=false", "--leader-elect-retry-period", "0",
-		"--metrics-address", "", "--health-address", "")
+		"--metrics-address", "", "--health-address", "0")
 	if err == nil || !strings.Contains(err.Error(), "/none") {
 		t.Errorf("valid flags: error %v, want the kubeconfig's", err)
+	}
+}
+
+// TestDevFlagsCheckedFirst: dev up checks its flags before it starts a
+// control plane: counts each bounded (their product overflowed: 2^32
+// blocks of 2^32 racks made 0 nodes, under the 2000-node cap), the scheduler's flags
+// by corral scheduler's rules (--cycle-interval 0 ran at 1s, one port for
+// both addresses failed once the cluster was up), a kubeconfig it can write.
+func TestDevFlagsCheckedFirst(t *testing.T) {
+	dir := t.TempDir()
+	valid := devUpOptions{blocks: 2, racks: 2, nodes: 4, gpus: 8, gpuMode: "mixed", cycle: time.Second,
+		startTimeout: time.Minute, kubeconfigOut: filepath.Join(dir, "k"), logLevel: "info"}
+	for name, tc := range map[string]struct {
+		edit func(*devUpOptions)
+		want string
+	}{
+		"overflowing counts":  {func(o *devUpOptions) { o.blocks, o.racks, o.nodes = 1<<32, 1<<32, 1 }, "--blocks 4294967296: want 1-2000"},
+		"too many nodes":      {func(o *devUpOptions) { o.blocks, o.racks, o.nodes = 10, 10, 21 }, "2100 nodes: at most 2000 for a local cluster"},
+		"no racks":            {func(o *devUpOptions) { o.racks = 0 }, "--racks 0: want 1-2000"},
+		"no GPUs":             {func(o *devUpOptions) { o.gpus = 0 }, "--gpus 0: want 1-128"},
+		"unknown GPU mode":    {func(o *devUpOptions) { o.gpuMode = "mig" }, `--gpu-mode "mig": want mixed, extended or dra`},
+		"zero cycle interval": {func(o *devUpOptions) { o.cycle = 0 }, "--cycle-interval 0s: must be a positive duration"},
+		"negative timeout":    {func(o *devUpOptions) { o.startTimeout = -time.Second }, "--start-timeout -1s: must be a positive duration"},
+		"one port for both":   {func(o *devUpOptions) { o.metricsAddr, o.healthAddr = ":9000", ":9000" }, "--health-address :9000: must differ from --metrics-address"},
+		"no kubeconfig":       {func(o *devUpOptions) { o.kubeconfigOut = "" }, "--kubeconfig-out: must not be empty"},
+		"kubeconfig a folder": {func(o *devUpOptions) { o.kubeconfigOut = dir }, "--kubeconfig-out " + dir + ": is a folder, want a file"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := valid
+			tc.edit(&o)
+			if err := o.validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one starting %q", err, tc.want)
+			}
+		})
+	}
+	valid.metricsAddr, valid.healthAddr = "127.0.0.1:8080", "0"
+	if err := valid.validate(); err != nil {
+		t.Errorf("valid flags: %v", err)
 	}
 }
 

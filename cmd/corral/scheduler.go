@@ -89,8 +89,8 @@ active.`,
 	f.StringVar(&o.topology, "topology", "", "Topology object to use (default: the only one)")
 	f.StringVar(&o.nodeSelector, "node-selector", "", "label selector of the nodes corral may use")
 	f.DurationVar(&o.cycle, "cycle-interval", time.Second, "longest time between cycles (events wake it sooner)")
-	f.StringVar(&o.metricsAddr, "metrics-address", ":8080", "address of /metrics (empty: off)")
-	f.StringVar(&o.healthAddr, "health-address", ":8081", "address of /healthz and /readyz (empty: off)")
+	f.StringVar(&o.metricsAddr, "metrics-address", ":8080", `address of /metrics (empty or "0": off)`)
+	f.StringVar(&o.healthAddr, "health-address", ":8081", `address of /healthz and /readyz (empty or "0": off)`)
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect one active replica through a Lease")
 	f.StringVar(&o.leaseNS, "leader-elect-namespace", "corral-system", "namespace of the Lease")
 	f.StringVar(&o.leaseName, "leader-elect-name", "corral-scheduler", "name of the Lease")
@@ -124,12 +124,6 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	if err != nil {
 		return err
 	}
-	addr := func(a string) string {
-		if a == v1alpha1.AddressOff {
-			return ""
-		}
-		return a
-	}
 	set := func(flag string, apply func()) {
 		if !changed(flag) {
 			apply()
@@ -149,8 +143,8 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("topology", func() { o.topology = c.TopologyName })
 	set("node-selector", func() { o.nodeSelector = c.ManagedNodeSelector })
 	set("cycle-interval", func() { o.cycle = c.CycleInterval.Duration })
-	set("metrics-address", func() { o.metricsAddr = addr(c.MetricsAddress) })
-	set("health-address", func() { o.healthAddr = addr(c.HealthAddress) })
+	set("metrics-address", func() { o.metricsAddr = serveAddress(c.MetricsAddress) })
+	set("health-address", func() { o.healthAddr = serveAddress(c.HealthAddress) })
 	le := c.LeaderElection
 	set("leader-elect", func() { o.leaderElect = le.IsEnabled() })
 	set("leader-elect-namespace", func() { o.leaseNS = le.Namespace })
@@ -197,6 +191,7 @@ func runScheduler(o schedulerOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	o.metricsAddr, o.healthAddr = serveAddress(o.metricsAddr), serveAddress(o.healthAddr)
 	opts, err := o.adapterOptions()
 	if err != nil {
 		return err

@@ -65,6 +65,15 @@ func (o schedulerOptions) validate() error {
 	return nil
 }
 
+// serveAddress is the address to serve on, "" for off: a flag may say off
+// as the configuration file does ("0") or as empty.
+func serveAddress(a string) string {
+	if a == v1alpha1.AddressOff {
+		return ""
+	}
+	return a
+}
+
 // configuration is the options as a SchedulerConfiguration, with the flags'
 // spellings of "off" ("" for an address or the runtime history) turned into
 // the file's. --on-max-runtime and --spares are adapterOptions' to check.
