@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,20 @@ import (
 	"github.com/corral-dev/corral/internal/placement"
 	"github.com/corral-dev/corral/internal/workload"
 )
+
+// bindDetail ends a pod's Scheduled event: its GPUs, as the assigned-gpus
+// annotation lists them (not as a Go slice, "[gpu0 gpu1]"), and the domain
+// its gang went to; the note that its gang minimum was capped, if it was.
+func bindDetail(gb engine.GangBind, pb engine.PodBind, capped string) string {
+	detail := ""
+	if len(pb.Devices) > 0 {
+		detail = fmt.Sprintf(" (GPUs %s; %s %s)", strings.Join(pb.Devices, ","), gb.Level, gb.Domain)
+	}
+	if capped != "" {
+		detail += "; " + capped
+	}
+	return detail
+}
 
 // Cycle runs one scheduling cycle: snapshot, engine, bindings, reasons.
 func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
@@ -138,14 +153,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (CycleResult, error) {
 			n, err := s.binder.bindGang(ctx, w, gb)
 			kj := w.byID[gb.Job]
 			for _, pb := range gb.Pods[:n] {
-				detail := ""
-				if len(pb.Devices) > 0 {
-					detail = fmt.Sprintf(" (GPUs %v, %s %s)", pb.Devices, gb.Level, gb.Domain)
-				}
-				if kj.capped != "" {
-					detail += "; " + kj.capped
-				}
-				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, detail)
+				s.reporter.scheduled(kj.pods[pb.Pod], pb.Node, bindDetail(gb, pb, kj.capped))
 				if msg := heldMsgs[string(kj.pods[pb.Pod].UID)]; msg != "" {
 					s.reporter.event(kj.pods[pb.Pod], corev1.EventTypeNormal, "RoomHeld", "Hold", "%s", msg)
 				}

@@ -392,3 +392,22 @@ func TestLeaderReadyOnFakeClientset(t *testing.T) {
 		t.Errorf("bindings %v, want the worker on %s", fc.binds, held)
 	}
 }
+
+// TestBindDetail: a Scheduled event lists the pod's GPUs as the
+// assigned-gpus annotation does, not as a Go slice.
+func TestBindDetail(t *testing.T) {
+	gb := engine.GangBind{Level: "rack", Domain: "r01"}
+	for _, tc := range []struct {
+		devices []string
+		capped  string
+		want    string
+	}{
+		{[]string{"gpu0", "gpu1"}, "", " (GPUs gpu0,gpu1; rack r01)"},
+		{nil, "", ""},
+		{[]string{"gpu3"}, "gang minimum 4 capped at 2", " (GPUs gpu3; rack r01); gang minimum 4 capped at 2"},
+	} {
+		if got := bindDetail(gb, engine.PodBind{Node: "n1", Devices: tc.devices}, tc.capped); got != tc.want {
+			t.Errorf("bindDetail(%v, %q) = %q, want %q", tc.devices, tc.capped, got, tc.want)
+		}
+	}
+}
