@@ -108,3 +108,26 @@ func FuzzQueues(f *testing.F) {
 		queueStatuses(qs, enginePlan(t, qs, [2]string{"", ns}, [2]string{name, ns}).Queues, "nvidia.com/gpu")
 	})
 }
+
+// FuzzNodeAnnotations: whatever a node's GPU annotations and labels hold
+// (an admin's or an agent's typo), reading the node never panics, and the
+// node it yields passes the model's validation or comes with a warning.
+func FuzzNodeAnnotations(f *testing.F) {
+	f.Add(`[{"id":"g0","socket":0}]`, "gpu0,gpu9", `{"mig0":{"1g.10gb":7}}`, "NVIDIA-A100-SXM4-80GB", "81920", "8", "8")
+	f.Add("[{", ",,,", "{", "H100", "-1", "x", "1e30")
+	f.Add("", "", `{"mig0":{"7g.80gb":2}}`, "NVIDIA-H100-80GB-HBM3", "0", "300", "300")
+	f.Fuzz(func(t *testing.T, topo, unhealthy, layout, product, memory, count, gpus string) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n",
+			Annotations: map[string]string{v1alpha1.AnnotationGPUTopology: topo, v1alpha1.AnnotationUnhealthyGPUs: unhealthy,
+				v1alpha1.AnnotationMIGLayout: layout},
+			Labels: map[string]string{v1alpha1.LabelGFDProduct: product, v1alpha1.LabelGFDMemory: memory, v1alpha1.LabelGFDCount: count}}}
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi")}
+		if q, err := resource.ParseQuantity(gpus); err == nil {
+			n.Status.Allocatable["nvidia.com/gpu"] = q
+		}
+		node, warns := nodeFromObject(n, "nvidia.com/gpu", nil, "gpu.nvidia.com")
+		if err := node.Validate(); err != nil && len(warns) == 0 {
+			t.Fatalf("node fails validation without a warning: %v", err)
+		}
+	})
+}
