@@ -45,10 +45,10 @@ func deviceProblem(s *cluster.State, pr *placement.PodReq, unknownModel bool) st
 		}
 		largest := placement.LargestGPUMemory(s, pr.Mask)
 		if largest == 0 {
-			return fmt.Sprintf("asks %d MiB of one GPU, but no accepted GPU states its memory", r.GPUMemMiB)
+			return fmt.Sprintf("asks %s of one GPU, but no accepted GPU states its memory", workload.MemText(r.GPUMemMiB))
 		}
-		return fmt.Sprintf("asks %d MiB of one GPU; the largest accepted GPU has %d MiB, and a share never spans GPUs",
-			r.GPUMemMiB, largest)
+		return fmt.Sprintf("asks %s of one GPU; the largest accepted GPU has %s, and a share never spans GPUs",
+			workload.MemText(r.GPUMemMiB), workload.MemText(largest))
 	}
 	return ""
 }

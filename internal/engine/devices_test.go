@@ -125,7 +125,7 @@ func TestMIGPlacement(t *testing.T) {
 			used:  []string{"a/gpu0/3g.20gb@0", "a/gpu1/3g.20gb@4"},
 			job:   build.Job("j").MIG("4g.20gb").Obj(),
 			want: migOutcome{Verdict: placement.WaitFree,
-				Message: "the cluster has no room for 1×[MIG 4g.20gb, 1 CPU, 1024 MiB] now (fits 0 of 1 pods, 1.1 GPUs free)"},
+				Message: "the cluster has no room for 1×[MIG 4g.20gb, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 1.1 GPUs free)"},
 		},
 		"a gang waits for one re-partition": {
 			nodes: [][]cluster.Node{a100("a", nil, nil)},
@@ -210,7 +210,7 @@ func TestMIGAccounting(t *testing.T) {
 	}
 	wantWait := map[workload.JobID]string{
 		"j1": "waiting for MIG re-partition of a/gpu0", "j2": "waiting for MIG re-partition of a/gpu0",
-		"j3": "the cluster has no room for 1×[MIG 3g.40gb, 1 CPU, 1024 MiB] now (fits 0 of 1 pods, 0.1 GPUs free)",
+		"j3": "the cluster has no room for 1×[MIG 3g.40gb, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 0.1 GPUs free)",
 	}
 	for _, pe := range p.Pending {
 		if pe.Reason.Message != wantWait[pe.Job] {
@@ -278,7 +278,7 @@ func TestGPUShares(t *testing.T) {
 			held:  map[int]int32{0: 625, 1: 625},
 			jobs:  []*workload.Job{build.Job("j1").GPUMem(8192).Obj()},
 			want: want{Verdict: placement.WaitFree,
-				Message: "the cluster has no room for 1×[8192 MiB of one GPU, 1 CPU, 1024 MiB] now (fits 1 of 1 pods, 0.8 GPUs free)"},
+				Message: "the cluster has no room for 1×[8 GiB of one GPU, 1 CPU, 1 GiB] now (fits 1 of 1 pods, 0.8 GPUs free)"},
 		},
 		"a share goes to the GPU whose memory holds it": {
 			nodes: [][]cluster.Node{v100("a", "V100M16", 16384), v100("b", "V100M32", 32768)},
@@ -289,13 +289,13 @@ func TestGPUShares(t *testing.T) {
 			nodes: [][]cluster.Node{v100("a", "V100M16", 16384), v100("b", "V100M32", 32768)},
 			jobs:  []*workload.Job{build.Job("j1").GPUMem(40000).Obj()},
 			want: want{Verdict: placement.NeverFits,
-				Message: "asks 40000 MiB of one GPU; the largest accepted GPU has 32768 MiB, and a share never spans GPUs"},
+				Message: "asks 40000 MiB of one GPU; the largest accepted GPU has 32 GiB, and a share never spans GPUs"},
 		},
 		"a share of GPUs whose memory is unknown": {
 			nodes: [][]cluster.Node{v100("a", "G2", 0)},
 			jobs:  []*workload.Job{build.Job("j1").GPUMem(1024).Obj()},
 			want: want{Verdict: placement.NeverFits,
-				Message: "asks 1024 MiB of one GPU, but no accepted GPU states its memory"},
+				Message: "asks 1 GiB of one GPU, but no accepted GPU states its memory"},
 		},
 		"a fraction above one GPU": {
 			nodes: [][]cluster.Node{v100("a", "V100M16", 16384)},
@@ -308,7 +308,7 @@ func TestGPUShares(t *testing.T) {
 			held:  map[int]int32{0: 500, 1: 1000},
 			jobs:  []*workload.Job{build.Job("j1").GPUMem(8192).Obj(), build.Job("j2").Milli(1).Obj()},
 			want: want{Placed: []string{"a/gpu0/500"}, Verdict: placement.WaitFree,
-				Message: "the cluster has no room for 1×[1m GPU, 1 CPU, 1024 MiB] now (fits 0 of 1 pods, 0 GPUs free)"},
+				Message: "the cluster has no room for 1×[1m GPU, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 0 GPUs free)"},
 		},
 	}
 	for name, tc := range cases {

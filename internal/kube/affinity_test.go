@@ -367,7 +367,7 @@ func TestTaintedPoolCycle(t *testing.T) {
 	if diff := cmp.Diff([]string{"plain-0", "pool-0", "pool-1"}, bound); diff != "" {
 		t.Errorf("tolerant pods bound (-want +got):\n%s", diff)
 	}
-	want := "the cluster could never hold 2×[8 GPU on 1 eligible nodes, 2 CPU, 4096 MiB]: the largest cluster (cluster) holds 1 of 2 pods when empty; " +
+	want := "the cluster could never hold 2×[8 GPU on 1 eligible nodes, 2 CPU, 4 GiB]: the largest cluster (cluster) holds 1 of 2 pods when empty; " +
 		"4 nodes have taint nvidia.com/gpu=present:NoSchedule that the pod does not tolerate"
 	if len(plan.Pending) != 1 || plan.Pending[0].Job != "job/ns/intolerant" {
 		t.Fatalf("pending %+v, want the intolerant job", plan.Pending)

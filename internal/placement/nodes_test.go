@@ -52,12 +52,12 @@ func TestPlaceGangNodeEligibility(t *testing.T) {
 		"a required rack with too few eligible nodes never fits, and says why": {
 			job: build.Job("d").Pods(3).GPUs(8).Required("rack").
 				Nodes("f", cat(names("r0", 0, 1), names("r1", 0, 1)), workload.Exclusion{Nodes: 8, Cause: taint.Cause}).Obj(),
-			failed: "any rack could never hold 3×[8 GPU on 4 eligible nodes, 1 CPU, 1024 MiB]: the largest rack (r0) holds 2 of 3 pods when empty; " +
+			failed: "any rack could never hold 3×[8 GPU on 4 eligible nodes, 1 CPU, 1 GiB]: the largest rack (r0) holds 2 of 3 pods when empty; " +
 				"8 nodes have taint nvidia.com/gpu=present:NoSchedule that the pod does not tolerate",
 		},
 		"no eligible node names the taint": {
 			job: build.Job("e").Pods(1).GPUs(1).Nodes("none", nil, workload.Exclusion{Nodes: 12, Cause: taint.Cause}).Obj(),
-			failed: "no node could ever hold one pod of 1 GPU on 0 eligible nodes, 1 CPU, 1024 MiB: " +
+			failed: "no node could ever hold one pod of 1 GPU on 0 eligible nodes, 1 CPU, 1 GiB: " +
 				"12 nodes have taint nvidia.com/gpu=present:NoSchedule that the pod does not tolerate",
 		},
 		"hostname anti-affinity: one replica per node, packed in one rack": {
@@ -75,7 +75,7 @@ func TestPlaceGangNodeEligibility(t *testing.T) {
 		},
 		"more replicas than racks never fits": {
 			job:    build.Job("i").Pods(4).GPUs(1).Apart(build.LabelPrefix + "rack").Obj(),
-			failed: "4×[1 GPU, one per corral.dev/rack, 1 CPU, 1024 MiB] could never be placed: its pod anti-affinity puts 4 pods on distinct values of corral.dev/rack, but the nodes it may use have 3",
+			failed: "4×[1 GPU, one per corral.dev/rack, 1 CPU, 1 GiB] could never be placed: its pod anti-affinity puts 4 pods on distinct values of corral.dev/rack, but the nodes it may use have 3",
 		},
 	}
 	for name, tc := range cases {

@@ -274,7 +274,7 @@ func sizeText(s *cluster.State, r *PodReq) string {
 		return "the largest node has " + workload.CPUText(maxCPU)
 	}
 	if r.MemMiB > maxMem {
-		return fmt.Sprintf("the largest node has %d MiB memory", maxMem)
+		return fmt.Sprintf("the largest node has %s memory", workload.MemText(maxMem))
 	}
 	if len(r.NodeLabels) > 0 {
 		return "no node with the labels it selects has room for it even when empty"

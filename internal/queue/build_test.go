@@ -76,12 +76,14 @@ func TestBuild(t *testing.T) {
 			want:   []Problem{{"a", "limit of gpu/H100 (4 H100 GPUs) is below its guarantee (8 H100 GPUs)"}},
 			queues: []string{"ok"},
 		},
-		"limit below guarantee, in GPUs of any model and in a million cores, whole CPUs as Kubernetes writes them": {
+		"limit below guarantee: GPUs of any model, a million cores, memory in GiB when whole": {
 			specs: specs(q("a").Guarantee("gpu", gpus(8)).Limit("gpu", 4500),
-				q("b").Guarantee(CPU, 2_000_000_000).Limit(CPU, 1_000_000_000), q("ok")),
+				q("b").Guarantee(CPU, 2_000_000_000).Limit(CPU, 1_000_000_000),
+				q("c").Guarantee(Memory, 128*1024).Limit(Memory, 64*1024+512), q("ok")),
 			want: []Problem{
 				{"a", "limit of gpu (4.5 GPUs) is below its guarantee (8 GPUs)"},
 				{"b", "limit of cpu (1000000 CPU) is below its guarantee (2000000 CPU)"},
+				{"c", "limit of memory (66048 MiB) is below its guarantee (128 GiB)"},
 			},
 			queues: []string{"ok"},
 		},

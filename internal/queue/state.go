@@ -339,7 +339,7 @@ func amountText(r Resource, v int64) string {
 	case r == CPU:
 		return workload.CPUText(v)
 	case r == Memory:
-		return fmt.Sprintf("%dMiB", v)
+		return workload.MemText(v)
 	case r == "gpu":
 		return milliText(v) + " GPUs"
 	case strings.HasPrefix(string(r), "gpu/"):

@@ -11,3 +11,12 @@ func CPUText(milli int64) string {
 	}
 	return fmt.Sprintf("%dm CPU", milli)
 }
+
+// MemText renders MiB as users write memory: whole GiB as "80 GiB" (a pod's
+// 100Gi, a GPU's 81920 MiB), anything else in MiB.
+func MemText(mib int64) string {
+	if mib != 0 && mib%1024 == 0 {
+		return fmt.Sprintf("%d GiB", mib/1024)
+	}
+	return fmt.Sprintf("%d MiB", mib)
+}

@@ -11,3 +11,13 @@ func TestCPUText(t *testing.T) {
 		}
 	}
 }
+
+func TestMemText(t *testing.T) {
+	for mib, want := range map[int64]string{
+		0: "0 MiB", 512: "512 MiB", 1024: "1 GiB", 1536: "1536 MiB", 81920: "80 GiB", 102400: "100 GiB", -2048: "-2 GiB",
+	} {
+		if got := MemText(mib); got != want {
+			t.Errorf("MemText(%d) = %q, want %q", mib, got, want)
+		}
+	}
+}

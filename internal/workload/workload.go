@@ -249,7 +249,7 @@ func (r Request) String() string {
 	case r.MIG():
 		fmt.Fprintf(&b, "MIG %s", r.MIGProfile)
 	case r.ByMemory():
-		fmt.Fprintf(&b, "%d MiB of one GPU", r.GPUMemMiB)
+		fmt.Fprintf(&b, "%s of one GPU", MemText(r.GPUMemMiB))
 	case r.Fractional():
 		fmt.Fprintf(&b, "%dm GPU", r.GPUMilli)
 	case r.GPUs > 0:
@@ -288,7 +288,7 @@ func (r Request) String() string {
 	for _, a := range r.Apart {
 		fmt.Fprintf(&b, ", one per %s", a.Key)
 	}
-	fmt.Fprintf(&b, ", %s, %d MiB", CPUText(r.CPUMilli), r.MemMiB)
+	fmt.Fprintf(&b, ", %s, %s", CPUText(r.CPUMilli), MemText(r.MemMiB))
 	return b.String()
 }
 

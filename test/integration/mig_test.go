@@ -180,7 +180,7 @@ func TestMIGExtendedResources(t *testing.T) {
 			t.Fatalf("too-big was bound to %s", p.Spec.NodeName)
 		}
 		reason, msg := scheduledCondition(p)
-		return reason == "Unschedulable" && strings.Contains(msg, "asks 102400 MiB of one GPU; the largest accepted GPU has 81920 MiB"),
+		return reason == "Unschedulable" && strings.Contains(msg, "asks 100 GiB of one GPU; the largest accepted GPU has 80 GiB"),
 			fmt.Sprintf("too-big: %s %q", reason, msg)
 	})
 
