@@ -158,7 +158,7 @@ func runDevUp(cmd *cobra.Command, o devUpOptions) (err error) {
 		return err
 	}
 	if missing := framework.ControllersMissing(controllers...); len(missing) > 0 {
-		return fmt.Errorf("--with: missing %v; build them with 'make controllers'", missing)
+		return fmt.Errorf("--with: missing %s; build them with 'make controllers'", strings.Join(missing, ", "))
 	}
 	root, err := framework.RepoRoot()
 	if err != nil {

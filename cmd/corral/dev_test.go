@@ -35,3 +35,15 @@ func TestDevControllers(t *testing.T) {
 		}
 	}
 }
+
+// TestDevControllersMissing: controllers not built are named as a list,
+// not as a Go slice, before anything starts.
+func TestDevControllersMissing(t *testing.T) {
+	t.Setenv("CORRAL_BIN", t.TempDir())
+	err := execute(newDevCmd(), "dev", "up", "--with", "jobset,lws", "--kubeconfig-out", t.TempDir()+"/k")
+	want := "--with: missing "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "[") ||
+		!strings.Contains(err.Error(), ", ") {
+		t.Fatalf("error %v, want %q followed by the missing binaries, comma-separated", err, want)
+	}
+}

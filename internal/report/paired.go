@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 )
 
 // SeedRuns is one policy's runs from a JSON summary (WriteJSON): each
@@ -32,7 +33,7 @@ func ReadSeedRuns(r io.Reader, name, policy string) (SeedRuns, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return SeedRuns{}, fmt.Errorf("%s: no policy %q (it has %v)", name, policy, known)
+		return SeedRuns{}, fmt.Errorf("%s: no policy %q (it has %s)", name, policy, strings.Join(known, ", "))
 	}
 	out := SeedRuns{Name: name, Runs: map[int64]map[string]float64{}}
 	for _, run := range p.Runs {

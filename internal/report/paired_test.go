@@ -52,7 +52,8 @@ func TestReadSeedRuns(t *testing.T) {
 	if len(r.Runs) != 2 || r.Runs[42]["failures"] != 3 {
 		t.Errorf("runs %+v", r.Runs)
 	}
-	if _, err := ReadSeedRuns(strings.NewReader(doc), "a.json", "spread"); err == nil || !strings.Contains(err.Error(), "corral") {
+	two := `{"policies":{"corral":{"runs":[{"seed":42}]},"spread":{"runs":[{"seed":42}]}}}`
+	if _, err := ReadSeedRuns(strings.NewReader(two), "a.json", "fifo"); err == nil || err.Error() != `a.json: no policy "fifo" (it has corral, spread)` {
 		t.Errorf("unknown policy: %v", err)
 	}
 	if _, err := ReadSeedRuns(strings.NewReader("{"), "bad.json", "corral"); err == nil {

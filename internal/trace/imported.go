@@ -31,7 +31,7 @@ func importedTrace(name string, rows []importedRow, submitField string) (*Trace,
 	for _, r := range rows {
 		since := r.submit.Sub(first)
 		if submitField != "" && since > time.Duration(defaultLimits.seconds)*time.Second {
-			return nil, errorf(name, r.line, submitField, "%v after the first submit is above the limit of %ds", since, defaultLimits.seconds)
+			return nil, errorf(name, r.line, submitField, "%ss after the first submit is above the limit of %ds", secondsText(since), defaultLimits.seconds)
 		}
 		r.job.Submit = Epoch.Add(since)
 		if err := checkJob(r.job, name, r.line); err != nil {

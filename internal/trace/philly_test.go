@@ -69,6 +69,9 @@ func TestPhillyErrors(t *testing.T) {
 		"machine twice":   {"[" + job(`"attempts": [{"start_time": "2017-10-07 02:00:00", "detail": [{"ip": "m1", "gpus": ["gpu0"]}, {"ip": "m1", "gpus": ["gpu1"]}]}]`) + "]", "detail[1].ip: machine m1 appears twice"},
 		"nothing started": {"[" + job(`"attempts": []`) + "]", "no job that started on a GPU"},
 		"no gpus":         {"[" + job(`"attempts": [{"start_time": "2017-10-07 02:00:00", "detail": [{"ip": "m1", "gpus": []}]}]`) + "]", "no job that started on a GPU"},
+		"submits 40 years apart": {"[\n" + job(ran) + ",\n" + `{"jobid": "j2", "vc": "a", "submitted_time": "2057-10-07 01:00:00", ` +
+			`"attempts": [{"start_time": "2057-10-07 01:00:10", "end_time": "2057-10-07 02:00:00", "detail": [{"ip": "m1", "gpus": ["gpu0"]}]}]}` + "\n]",
+			"t.json:3: submitted_time: 1262304000s after the first submit is above the limit of 1000000000s"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
