@@ -32,6 +32,9 @@ constraint), the reason it waits, and what would let it start.`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)
 			}
+			if err := noEmptyNames(cmd.Flags()); err != nil {
+				return err
+			}
 			// With --config, explain sees what the scheduler sees: its
 			// name, topology, spares, pools and backfill settings (flags
 			// given here win).

@@ -114,6 +114,7 @@ func TestExplainFlagsCheckedFirst(t *testing.T) {
 		{[]string{"team-a/train-0", "-o", "yaml"}, `-o "yaml": want text or json`},
 		{[]string{"team-a/train/0"}, `want NAMESPACE/POD, got "team-a/train/0"`},
 		{[]string{"/train-0"}, `want NAMESPACE/POD, got "/train-0"`},
+		{[]string{"team-a/train-0", "--scheduler-name", ""}, `--scheduler-name: must not be empty (default corral)`},
 	} {
 		args := append([]string{"explain", "--kubeconfig", "/none"}, tc.args...)
 		if err := execute(newExplainCmd(), args...); err == nil || err.Error() != tc.want {

@@ -237,3 +237,40 @@ func TestFairShareReclaimSparesJobsWithoutCheckpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueMadeInvalidKeepsItsRunningJobs: an admin's bad edit to a queue
+// (its limit below its guarantee, a parent cycle, an unknown parent) takes
+// it out of the tree, but what it runs keeps running: charged nowhere, its
+// jobs are neither reclaimed by a queue at its guarantee nor preempted by a
+// job of another queue, exactly as before the edit.
+func TestQueueMadeInvalidKeepsItsRunningJobs(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	for name, edit := range map[string]func(*queue.Spec){
+		"valid":                 func(*queue.Spec) {},
+		"limit below guarantee": func(b *queue.Spec) { b.Limit = h100(8) },
+		"unknown parent":        func(b *queue.Spec) { b.Parent = "nope" },
+		"its own parent":        func(b *queue.Spec) { b.Parent = "b" },
+		"negative guarantee":    func(b *queue.Spec) { b.Guarantee = h100(-1) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(2, 4))
+			var running []RunningJob
+			for i := 0; i < 8; i++ {
+				q := "b"
+				if i < 2 {
+					q = "a"
+				}
+				running = append(running, victim{id: fmt.Sprintf("%s-run%d", q, i), nodes: []string{fmt.Sprintf("r%d-n-%d", i/4, i%4)},
+					ago: 3 * time.Hour, queue: q}.run(t, s, now))
+			}
+			qs := []queue.Spec{{Name: "a", Guarantee: h100(16), Reclaim: true}, {Name: "b", Guarantee: h100(48)}}
+			edit(&qs[1])
+			// a holds its guarantee: only b's jobs are in the way.
+			more := build.Job("a-more").Queue("a").Pods(2).GPUs(8).Obj()
+			p := New(Config{CheckpointWait: -1}).Cycle(&Snapshot{State: s, Pending: pendingOf(more), Running: running, Queues: qs, Now: now})
+			if len(p.Evictions) != 0 || outcomeOf(p, "a-more").Placed {
+				t.Errorf("evicted %v, a-more %+v: want nothing moved", evicted(p), outcomeOf(p, "a-more"))
+			}
+		})
+	}
+}
