@@ -42,6 +42,8 @@ type simOptions struct {
 	maxRejections                      int
 	reservations, reservationsPerQueue int
 	checkpointWait                     time.Duration
+	reclaimMaxLost                     time.Duration
+	reclaimGrace                       time.Duration
 	onMaxRuntime                       string
 	starveAfter                        time.Duration
 	reserveConfidence                  float64
@@ -109,6 +111,8 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.BoolVar(&o.noProgress, "no-progress", false, "do not draw progress bars")
 	f.IntVar(&o.maxRejections, "show-rejections", 5, "how many rejected jobs to list")
 	f.DurationVar(&o.checkpointWait, "checkpoint-wait", 0, "corral: longest wait for preemption victims' next checkpoint (0: the engine default, negative: never wait)")
+	f.DurationVar(&o.reclaimMaxLost, "reclaim-max-lost", 0, "corral: reclaim spares a borrower that would lose more progress than this since its last checkpoint, for --reclaim-grace (0: the engine default, 6h; negative: spare none)")
+	f.DurationVar(&o.reclaimGrace, "reclaim-grace", 0, "corral: how long after a job's submission reclaim spares such borrowers for it (0: the engine default, 24h)")
 	f.IntVar(&o.reservations, "reservations", 0, "corral: blocked jobs given a reservation per cycle (0: the engine default)")
 	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "corral: reservations per queue per cycle (0: the engine default)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
@@ -373,7 +377,7 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			cfg := sim.Config{Policy: pol, Protocol: p.protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter, ReserveConfidence: o.reserveConfidence},
-				CheckpointWait: o.checkpointWait, Failures: p.failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
+				CheckpointWait: o.checkpointWait, ReclaimMaxLost: o.reclaimMaxLost, ReclaimGrace: o.reclaimGrace, Failures: p.failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
 			cfg.Progress = bar.start(fmt.Sprintf("%s, seed %d", pol, seed))
 			res, rej, err := sim.Run(in, cfg)
 			bar.runDone()

@@ -151,6 +151,14 @@ type Config struct {
 	// next checkpoint (least-lost only); zero means DefaultCheckpointWait,
 	// negative never waits.
 	CheckpointWait time.Duration
+	// ReclaimMaxLost and ReclaimGrace: reclaim leaves alone a borrower
+	// that would lose more progress than ReclaimMaxLost (time since its
+	// last checkpoint plus restart overhead) until the job reclaiming has
+	// waited ReclaimGrace (least-lost only; preempt.SparedFromReclaim).
+	// Zero means DefaultReclaimMaxLost and DefaultReclaimGrace; a negative
+	// ReclaimMaxLost spares nobody.
+	ReclaimMaxLost time.Duration
+	ReclaimGrace   time.Duration
 	// Backfill tunes reservations and runtime limits.
 	Backfill BackfillConfig
 }
@@ -187,7 +195,8 @@ func New(cfg Config) *Engine {
 	v := variantOf(cfg.Policy)
 	v.preempts = v.gangs && cfg.Preemption != PreemptOff
 	v.preempt = preempt.Config{Strategy: preempt.LeastLost, Budget: cfg.PreemptBudget,
-		Consolidate: cfg.Consolidate, CheckpointWait: cfg.CheckpointWait}
+		Consolidate: cfg.Consolidate, CheckpointWait: cfg.CheckpointWait,
+		ReclaimMaxLost: cfg.ReclaimMaxLost, ReclaimGrace: cfg.ReclaimGrace}
 	if cfg.Preemption == PreemptNewest {
 		v.preempt.Strategy = preempt.LowestPriorityNewest
 	}

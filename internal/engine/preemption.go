@@ -31,6 +31,10 @@ const (
 	// DefaultCheckpointWait bounds how long a preemption may wait for its
 	// victims' next checkpoint (Config.CheckpointWait).
 	DefaultCheckpointWait = preempt.DefaultCheckpointWait
+	// DefaultReclaimMaxLost and DefaultReclaimGrace bound the progress a
+	// reclaim throws away (Config.ReclaimMaxLost, Config.ReclaimGrace).
+	DefaultReclaimMaxLost = preempt.DefaultReclaimMaxLost
+	DefaultReclaimGrace   = preempt.DefaultReclaimGrace
 )
 
 // newRoom sets up the cycle's preemption (internal/preempt) on the

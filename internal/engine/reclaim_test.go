@@ -274,3 +274,55 @@ func TestQueueMadeInvalidKeepsItsRunningJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestReclaimSparesABorrowerThatWouldLoseDaysOfWork: the only borrower in
+// the owner's way has run a day without a checkpoint. Within the owner's
+// grace reclaim leaves it alone (the owner waits, told why and until when,
+// and a cycle is booked for then); past the grace, or with the bound
+// turned off, it is taken; a borrower that checkpointed is taken at once.
+func TestReclaimSparesABorrowerThatWouldLoseDaysOfWork(t *testing.T) {
+	now := t0.Add(48 * time.Hour)
+	cases := map[string]struct {
+		submitted time.Duration // before now
+		sinceCkpt time.Duration // 0: no checkpoint reported
+		maxLost   time.Duration
+		want      []string // evicted
+	}{
+		"no checkpoint, within the grace: spared":    {submitted: time.Hour},
+		"no checkpoint, past the grace: taken":       {submitted: 25 * time.Hour, want: []string{"b-long"}},
+		"no checkpoint, the bound turned off: taken": {submitted: time.Hour, maxLost: -1, want: []string{"b-long"}},
+		"checkpointed 10 minutes ago: taken at once": {submitted: time.Hour, sinceCkpt: 10 * time.Minute, want: []string{"b-long"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := build.State(build.Topo("rack"), build.Racks(1, 1))
+			running := []RunningJob{victim{id: "b-long", nodes: []string{"r0-n-0"}, ago: 24 * time.Hour,
+				sinceCkpt: tc.sinceCkpt, queue: "b"}.run(t, s, now)}
+			qs := []queue.Spec{{Name: "a", Guarantee: h100(8), Reclaim: true}, {Name: "b"}}
+			back := build.Job("a-back").Queue("a").Pods(1).GPUs(8).Obj()
+			back.Submit = now.Add(-tc.submitted)
+			p := New(Config{CheckpointWait: -1, ReclaimMaxLost: tc.maxLost}).Cycle(
+				&Snapshot{State: s, Pending: pendingOf(back), Running: running, Queues: qs, Now: now})
+			if diff := cmp.Diff(tc.want, evicted(p), cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("evicted (-want +got):\n%s\npending %+v", diff, p.Pending)
+			}
+			if len(tc.want) > 0 {
+				return
+			}
+			until := back.Submit.Add(DefaultReclaimGrace)
+			msg := ""
+			for _, pe := range p.Pending {
+				if pe.Job == "a-back" {
+					msg = pe.Reason.Message
+				}
+			}
+			if outcomeOf(p, "a-back").Placed || !strings.Contains(msg, "reclaim spares 1 borrower(s) that would each lose more than 6 hours of progress") ||
+				!strings.Contains(msg, until.UTC().Format(time.RFC3339)) {
+				t.Errorf("owner's reason %q: want waiting, told the borrower is spared until %v", msg, until)
+			}
+			if !p.Retry.Equal(until) {
+				t.Errorf("Retry %v, want the end of the grace %v", p.Retry, until)
+			}
+		})
+	}
+}

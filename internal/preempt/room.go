@@ -27,6 +27,11 @@ type Config struct {
 	// CheckpointWait bounds how long a preemption may wait for its
 	// victims' next checkpoint (DeferToCheckpoint).
 	CheckpointWait time.Duration
+	// ReclaimMaxLost and ReclaimGrace bound the progress reclaim throws
+	// away (SparedFromReclaim): zero means DefaultReclaimMaxLost and
+	// DefaultReclaimGrace; a negative ReclaimMaxLost spares nobody.
+	ReclaimMaxLost time.Duration
+	ReclaimGrace   time.Duration
 }
 
 // DefaultBudget is the placements a cycle may try while searching for
@@ -146,6 +151,12 @@ func NewRoom(cfg Config, l Ledger, scorer placement.Scorer, devices placement.De
 	budget := cfg.Budget
 	if budget <= 0 {
 		budget = DefaultBudget
+	}
+	if cfg.ReclaimMaxLost == 0 {
+		cfg.ReclaimMaxLost = DefaultReclaimMaxLost
+	}
+	if cfg.ReclaimGrace == 0 {
+		cfg.ReclaimGrace = DefaultReclaimGrace
 	}
 	m := &Room{cfg: cfg, l: l, s: s, view: l.View(), placer: l.Placer(), scorer: scorer, devices: devices, qs: qs,
 		running: running, budget: budget, stats: l.Stats(), minPrio: math.MaxInt32,
@@ -289,6 +300,8 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		prio int32
 	}
 	kindOf := map[side]Kind{}
+	spared := 0 // borrowers reclaim leaves alone for now (SparedFromReclaim)
+	waited := m.s.Now.Sub(pj.Job.Submit)
 	for i, rj := range m.running {
 		if m.l.Evicted(rj.Job.ID) || !m.evictable[i] {
 			continue
@@ -311,10 +324,15 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 			(k == ByPriority && m.onReserved(rj)) || (k == ByFairShare && m.cfg.Strategy == LeastLost && SparedFromFairShare(rj, m.s.Now)) {
 			continue
 		}
+		if k.Reclaims() && m.cfg.Strategy == LeastLost &&
+			SparedFromReclaim(LostProgress(rj, m.s.Now), waited, m.cfg.ReclaimMaxLost, m.cfg.ReclaimGrace) {
+			spared++
+			continue
+		}
 		units, kinds = m.units(i, units, kinds, k)
 	}
 	if len(units) == 0 {
-		return placement.Result{}, nil, ""
+		return placement.Result{}, nil, m.sparedReason(pj, spared, "")
 	}
 	strategy := m.cfg.Strategy
 	r := m.search(Problem{Gang: gang, Units: units, Strategy: strategy,
@@ -334,7 +352,7 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		if r.Refused > 0 && me.Reclaim && !me.Strict && slices.Contains(kinds, ByReclaim) {
 			why += " (reclaimPolicy Strict would take a borrower below its own queue's guarantee)"
 		}
-		return placement.Result{}, nil, why
+		return placement.Result{}, nil, m.sparedReason(pj, spared, why)
 	}
 	if strategy == LeastLost {
 		if ok, why := m.worthEvicting(pj, gang, units, kinds, r.Victims); !ok {
@@ -381,4 +399,30 @@ func (m *Room) Retry() time.Time {
 		return time.Time{}
 	}
 	return m.retry
+}
+
+// sparedReason adds to why (the search's reason, "" when there was no
+// candidate) that spared borrowers were left out of reclaim, and books a
+// cycle for when the grace ends and they no longer are.
+func (m *Room) sparedReason(pj cycle.PendingJob, spared int, why string) string {
+	if spared == 0 {
+		return why
+	}
+	until := pj.Job.Submit.Add(m.cfg.ReclaimGrace)
+	if m.retry.IsZero() || until.Before(m.retry) {
+		m.retry = until
+	}
+	s := fmt.Sprintf("reclaim spares %d borrower(s) that would each lose more than %s of progress since a checkpoint, until %s",
+		spared, hoursText(m.cfg.ReclaimMaxLost), until.UTC().Format(time.RFC3339))
+	if why == "" {
+		return "preemption: " + s
+	}
+	return why + "; " + s
+}
+
+func hoursText(d time.Duration) string {
+	if d < time.Hour {
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%g hours", math.Round(d.Hours()*10)/10)
 }

@@ -116,6 +116,37 @@ func SparedFromFairShare(rj cycle.RunningJob, now time.Time) bool {
 	return rj.Checkpoints.Within(rj.Start, now).Last().IsZero()
 }
 
+// Reclaim spares a borrower that would lose much of its progress, for a
+// while (corral's LeastLost only): one that has run longer than a bound
+// since its last reported checkpoint (plus the restart overhead it would
+// pay again) is left out of reclaim until the job reclaiming has waited
+// the grace since it was submitted. Other borrowers are taken first; when
+// none will do, the owner waits for room to free on its own, at most the
+// grace. Hours of progress rather than GPU-hours, so that a big gang that
+// checkpoints is not spared for its size alone. On the queues workload
+// with the generator's checkpoint mix (docs/benchmarks.md, issue 17), most
+// of the work reclaim threw away was a few single-node jobs evicted days
+// into a run without a checkpoint.
+const (
+	DefaultReclaimMaxLost = 6 * time.Hour
+	DefaultReclaimGrace   = 24 * time.Hour
+)
+
+// SparedFromReclaim says whether reclaim leaves a borrower alone for now:
+// it would lose lost of progress (since its last checkpoint, plus the
+// restart overhead), more than maxLost (not positive: never spared), and
+// the job reclaiming has waited less than the grace.
+func SparedFromReclaim(lost, waited, maxLost, grace time.Duration) bool {
+	return maxLost > 0 && lost > maxLost && waited < grace
+}
+
+// LostProgress is how much of its progress a restart of the job throws
+// away now: the time since its last checkpoint (since its start when it
+// reported none) plus the restart overhead.
+func LostProgress(rj cycle.RunningJob, now time.Time) time.Duration {
+	return max(now.Sub(LastCheckpoint(rj, now)), 0) + rj.Job.RestartOverhead
+}
+
 // Keeps checks what a whole set of reclaim victims takes from one queue v
 // (removed, summed over the set), so that reclaim does not set off more
 // reclaim: after the evictions v must keep at least its guarantee on every

@@ -199,3 +199,39 @@ func TestNoTakeBack(t *testing.T) {
 		})
 	}
 }
+
+// TestSparedFromReclaim: a borrower that would lose more than the bound of
+// progress is spared while the job reclaiming is within its grace.
+func TestSparedFromReclaim(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0).UTC()
+	start := t0.Add(time.Hour)
+	cases := map[string]struct {
+		ran     time.Duration
+		reports []time.Duration // after start
+		waited  time.Duration
+		maxLost time.Duration
+		want    bool
+	}{
+		"ran a day with no checkpoint, owner waited an hour": {ran: 24 * time.Hour, waited: time.Hour, maxLost: 6 * time.Hour, want: true},
+		"the same, owner past its grace":                     {ran: 24 * time.Hour, waited: 25 * time.Hour, maxLost: 6 * time.Hour},
+		"checkpointed ten minutes ago":                       {ran: 24 * time.Hour, reports: []time.Duration{24*time.Hour - 10*time.Minute}, waited: time.Hour, maxLost: 6 * time.Hour},
+		"ran five hours with no checkpoint":                  {ran: 5 * time.Hour, waited: time.Hour, maxLost: 6 * time.Hour},
+		"the bound turned off":                               {ran: 24 * time.Hour, waited: time.Hour, maxLost: -1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rj := cycle.RunningJob{Job: build.Job("j").Preemptible().Overhead(5 * time.Minute).Obj(), Start: start}
+			for _, d := range tc.reports {
+				rj.Checkpoints = rj.Checkpoints.Add(start.Add(d))
+			}
+			now := start.Add(tc.ran)
+			lost := LostProgress(rj, now)
+			if want := now.Sub(LastCheckpoint(rj, now)) + 5*time.Minute; lost != want {
+				t.Fatalf("LostProgress = %v, want %v", lost, want)
+			}
+			if got := SparedFromReclaim(lost, tc.waited, tc.maxLost, 24*time.Hour); got != tc.want {
+				t.Errorf("SparedFromReclaim(%v lost, waited %v) = %v, want %v", lost, tc.waited, got, tc.want)
+			}
+		})
+	}
+}

@@ -124,6 +124,10 @@ type Config struct {
 	// CheckpointWait bounds how long corral's preemption waits for its
 	// victims' next checkpoint (engine.Config.CheckpointWait).
 	CheckpointWait time.Duration
+	// ReclaimMaxLost and ReclaimGrace bound the progress corral's reclaim
+	// throws away (engine.Config.ReclaimMaxLost, ReclaimGrace).
+	ReclaimMaxLost time.Duration
+	ReclaimGrace   time.Duration
 	// Failures injects device and node failures into replay; nil: none.
 	Failures *FailureModel
 	// Rendezvous is how long a job whose pods have not all started keeps
@@ -170,7 +174,8 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 		if _, err := engine.ParsePolicy(string(cfg.Policy)); err != nil {
 			return res, nil, err
 		}
-		eng = engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait})
+		eng = engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait,
+			ReclaimMaxLost: cfg.ReclaimMaxLost, ReclaimGrace: cfg.ReclaimGrace})
 	}
 	if cfg.Rendezvous == 0 {
 		cfg.Rendezvous = DefaultRendezvous
