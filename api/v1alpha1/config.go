@@ -233,6 +233,9 @@ func (c *SchedulerConfiguration) Validate() error {
 	if c.Backfill.MaxReservationsPerQueue < 0 {
 		errs = append(errs, field.Invalid(bp.Child("maxReservationsPerQueue"), c.Backfill.MaxReservationsPerQueue, "must not be negative"))
 	}
+	if g := c.Preemption.ReclaimGrace.Duration; g < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("preemption", "reclaimGrace"), g.String(), "must not be negative"))
+	}
 	names := map[string]bool{}
 	for i, pl := range c.Pools {
 		p := field.NewPath("pools").Index(i)

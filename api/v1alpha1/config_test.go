@@ -94,6 +94,10 @@ backfill:
   maxReservations: -1
   starveAfter: 12h
   onMaxRuntime: Requeue
+preemption:
+  checkpointWait: 5m
+  reclaimMaxLost: 2h
+  reclaimGrace: 12h
 pools:
 - name: prefill
   class: prefill
@@ -126,6 +130,8 @@ runtimeHistory: ops/gpu-batch-runtimes
 		ManagedNodeSelector: "corral.dev/pool in (training,inference),!cordoned",
 		Spares:              []SpareConfig{{Level: "rack", GPUs: 8}, {Level: "cluster", GPUs: 16, Queue: "team-a"}},
 		Backfill:            BackfillSettings{MaxReservations: -1, StarveAfter: metav1.Duration{Duration: 12 * time.Hour}, OnMaxRuntime: "Requeue"},
+		Preemption: PreemptionSettings{CheckpointWait: metav1.Duration{Duration: 5 * time.Minute},
+			ReclaimMaxLost: metav1.Duration{Duration: 2 * time.Hour}, ReclaimGrace: metav1.Duration{Duration: 12 * time.Hour}},
 		Pools: []PoolConfig{{Name: "prefill", Class: "prefill", NodeLabels: map[string]string{"pool": "prefill"}, Others: "Preemptible"},
 			{Name: "spare-h100", Class: "serving", GPUs: 64, Model: "H100"}},
 		RuntimeHistory: "ops/gpu-batch-runtimes",
@@ -155,6 +161,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		"spare without level":      {body: "spares:\n- gpus: 8\n", want: []string{"spares[0].level: Required value"}},
 		"bad max-runtime action":   {body: "backfill:\n  onMaxRuntime: Kill\n", want: []string{"backfill.onMaxRuntime: Unsupported value"}},
 		"bad starvation age":       {body: "backfill:\n  starveAfter: a day\n", want: []string{"backfill.starveAfter:", "a day"}},
+		"negative reclaim grace":   {body: "preemption:\n  reclaimGrace: -1h\n", want: []string{"preemption.reclaimGrace: Invalid value", "must not be negative"}},
 		"pool without nodes":       {body: "pools:\n- name: p\n  class: c\n", want: []string{"pools[0].nodeLabels: Required value"}},
 		"pool without class":       {body: "pools:\n- name: p\n  gpus: 8\n", want: []string{"pools[0].class: Required value"}},
 		"duplicate pool":           {body: "pools:\n- {name: p, class: c, gpus: 8}\n- {name: p, class: d, gpus: 8}\n", want: []string{"pools[1].name: Duplicate value"}},
@@ -275,7 +282,8 @@ func TestDefaultedConfigIsValid(t *testing.T) {
 // a bad value would be reported without its field name.
 func TestDurationPathsCoverEveryDuration(t *testing.T) {
 	got := durationPaths(reflect.TypeFor[SchedulerConfiguration](), "")
-	want := []string{"leaderElection.leaseDuration", "leaderElection.renewDeadline", "leaderElection.retryPeriod", "cycleInterval", "backfill.starveAfter"}
+	want := []string{"leaderElection.leaseDuration", "leaderElection.renewDeadline", "leaderElection.retryPeriod", "cycleInterval", "backfill.starveAfter",
+		"preemption.checkpointWait", "preemption.reclaimMaxLost", "preemption.reclaimGrace"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("durationPaths (-want +got):\n%s", diff)
 	}

@@ -97,6 +97,11 @@ type SchedulerConfiguration struct {
 	// (docs/backfill.md). Default: the engine's defaults.
 	Backfill BackfillSettings `json:"backfill,omitempty"`
 
+	// Preemption tunes how long preemption waits for victims' checkpoints
+	// and what reclaim throws away (docs/preemption.md). Default: the
+	// engine's defaults.
+	Preemption PreemptionSettings `json:"preemption,omitempty"`
+
 	// Pools hold capacity for classes of jobs, e.g. prefill servers on
 	// NVLink nodes (docs/backfill.md#held-capacity-pools). Default: none.
 	Pools []PoolConfig `json:"pools,omitempty"`
@@ -124,6 +129,20 @@ type BackfillSettings struct {
 	// OnMaxRuntime is what happens to a job past its max runtime:
 	// Terminate (default) or Requeue.
 	OnMaxRuntime string `json:"onMaxRuntime,omitempty"`
+}
+
+// PreemptionSettings tunes preemption and reclaim; "0s" keeps a default.
+type PreemptionSettings struct {
+	// CheckpointWait is the longest a preemption waits for its victims'
+	// next checkpoint. Default: 20m; negative: never wait.
+	CheckpointWait metav1.Duration `json:"checkpointWait,omitempty"`
+	// ReclaimMaxLost: a guarantee reclaim spares a borrower that would
+	// lose more progress than this (since its last checkpoint, plus its
+	// restart overhead), for reclaimGrace after the reclaiming job was
+	// submitted. Default: 6h; negative: spare none.
+	ReclaimMaxLost metav1.Duration `json:"reclaimMaxLost,omitempty"`
+	// ReclaimGrace bounds that: past it the borrower is taken. Default: 24h.
+	ReclaimGrace metav1.Duration `json:"reclaimGrace,omitempty"`
 }
 
 // PoolConfig is capacity held for one class of jobs (corral.dev/class).

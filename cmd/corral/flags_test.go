@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,6 +45,7 @@ func TestSchedulerFlagsCheckedFirst(t *testing.T) {
 		{[]string{"--leader-elect-retry-period", "9s"}, "--leader-elect-renew-deadline 10s: must be greater than 1.2 × --leader-elect-retry-period"},
 		{[]string{"--leader-elect-namespace", "Corral"}, "--leader-elect-namespace Corral: a lowercase RFC 1123 label"},
 		{[]string{"--reservations-per-queue", "-1"}, "--reservations-per-queue -1: must not be negative"},
+		{[]string{"--reclaim-grace", "-1h"}, "--reclaim-grace -1h0m0s: must not be negative"},
 		{[]string{"--on-max-runtime", "Kill"}, `--on-max-runtime "Kill": want Terminate or Requeue`},
 		{[]string{"--kube-api-qps", "-1"}, "--kube-api-qps -1: must be positive"},
 		{[]string{"--kube-api-burst", "0"}, "--kube-api-burst 0: must be at least 1"},
@@ -152,5 +154,37 @@ func TestBenchFlagsCheckedFirst(t *testing.T) {
 	valid.jsonFile = filepath.Join(dir, "e2e.json")
 	if err := valid.validate(); err != nil {
 		t.Errorf("valid flags: %v", err)
+	}
+}
+
+// TestPreemptionSettingsReachTheEngine: the configuration file's preemption
+// section reaches the adapter's options, and a flag given beside it wins.
+func TestPreemptionSettingsReachTheEngine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	body := "apiVersion: corral.dev/v1alpha1\nkind: SchedulerConfiguration\npreemption:\n  checkpointWait: 5m\n  reclaimMaxLost: 2h\n  reclaimGrace: 12h\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		flags     map[string]bool
+		wantGrace time.Duration
+	}{
+		"from the file":         {wantGrace: 12 * time.Hour},
+		"a flag beside it wins": {flags: map[string]bool{"reclaim-grace": true}, wantGrace: 3 * time.Hour},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := schedulerOptions{config: path, reclaimGrace: 3 * time.Hour}
+			if err := applyConfigFile(&o, func(f string) bool { return tc.flags[f] }); err != nil {
+				t.Fatal(err)
+			}
+			opts, err := o.adapterOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if opts.CheckpointWait != 5*time.Minute || opts.ReclaimMaxLost != 2*time.Hour || opts.ReclaimGrace != tc.wantGrace {
+				t.Errorf("options: checkpoint wait %v, reclaim max lost %v, grace %v; want 5m, 2h, %v",
+					opts.CheckpointWait, opts.ReclaimMaxLost, opts.ReclaimGrace, tc.wantGrace)
+			}
+		})
 	}
 }

@@ -56,10 +56,12 @@ type schedulerOptions struct {
 	reservations, reservationsPerQueue int
 	starveAfter                        time.Duration
 	onMaxRuntime                       string
-	pools                              []v1alpha1.PoolConfig
-	logLevel                           string
-	qps                                float32
-	burst                              int
+	// Preemption settings, as corral sim names them.
+	checkpointWait, reclaimMaxLost, reclaimGrace time.Duration
+	pools                                        []v1alpha1.PoolConfig
+	logLevel                                     string
+	qps                                          float32
+	burst                                        int
 }
 
 func newSchedulerCmd() *cobra.Command {
@@ -103,6 +105,9 @@ active.`,
 	f.IntVar(&o.reservations, "reservations", 0, "blocked jobs given a reservation per cycle (0: 1; negative: only starved jobs; docs/backfill.md)")
 	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "reservations per queue per cycle (0: 1)")
 	f.DurationVar(&o.starveAfter, "starve-after", 0, "wait after which a job is reserved ahead of everything (0: 24h; negative: off)")
+	f.DurationVar(&o.checkpointWait, "checkpoint-wait", 0, "longest wait for preemption victims' next checkpoint (0: 20m; negative: never wait)")
+	f.DurationVar(&o.reclaimMaxLost, "reclaim-max-lost", 0, "reclaim spares a borrower that would lose more progress than this since its last checkpoint, for --reclaim-grace (0: 6h; negative: spare none)")
+	f.DurationVar(&o.reclaimGrace, "reclaim-grace", 0, "how long after a job's submission reclaim spares such borrowers for it (0: 24h)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate (default) or Requeue a job past its max runtime")
 	f.StringVar(&o.spares, "spares", "", `GPUs held back for replacing failed ranks, e.g. "rack=8" or "rack=8,cluster=16@team-a" (docs/health.md#spares)`)
 	f.StringVar(&o.runtimeHistory, "runtime-history", v1alpha1.DefaultRuntimeHistory,
@@ -138,6 +143,9 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("reservations-per-queue", func() { o.reservationsPerQueue = c.Backfill.MaxReservationsPerQueue })
 	set("starve-after", func() { o.starveAfter = c.Backfill.StarveAfter.Duration })
 	set("on-max-runtime", func() { o.onMaxRuntime = c.Backfill.OnMaxRuntime })
+	set("checkpoint-wait", func() { o.checkpointWait = c.Preemption.CheckpointWait.Duration })
+	set("reclaim-max-lost", func() { o.reclaimMaxLost = c.Preemption.ReclaimMaxLost.Duration })
+	set("reclaim-grace", func() { o.reclaimGrace = c.Preemption.ReclaimGrace.Duration })
 	set("runtime-history", func() { o.runtimeHistory = c.RuntimeHistory })
 	o.pools = c.Pools
 	set("topology", func() { o.topology = c.TopologyName })
@@ -306,6 +314,7 @@ func (o schedulerOptions) adapterOptions() (kube.Options, error) {
 		BindDelay: o.bindDelay, CordonFailedNodes: o.cordonFailed, Spares: spares,
 		Backfill: engine.BackfillConfig{MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 			StarveAfter: o.starveAfter, OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)},
+		CheckpointWait: o.checkpointWait, ReclaimMaxLost: o.reclaimMaxLost, ReclaimGrace: o.reclaimGrace,
 		Pools: pools, RuntimeHistory: history,
 	}, nil
 }

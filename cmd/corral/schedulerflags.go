@@ -33,6 +33,7 @@ var flagOfField = map[string]string{
 	"leaderElection.retryPeriod":       "leader-elect-retry-period",
 	"backfill.onMaxRuntime":            "on-max-runtime",
 	"backfill.maxReservationsPerQueue": "reservations-per-queue",
+	"preemption.reclaimGrace":          "reclaim-grace",
 }
 
 // validate checks the flags (after the configuration file filled those not
@@ -100,6 +101,7 @@ func (o schedulerOptions) configuration() v1alpha1.SchedulerConfiguration {
 	}
 	c.APIVersion, c.Kind = v1alpha1.GroupVersion.String(), v1alpha1.SchedulerConfigurationKind
 	c.Backfill.MaxReservationsPerQueue = o.reservationsPerQueue
+	c.Preemption.ReclaimGrace = metav1.Duration{Duration: o.reclaimGrace}
 	return c
 }
 

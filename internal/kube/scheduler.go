@@ -45,7 +45,10 @@ type Options struct {
 	// Backfill tunes reservations, starvation and runtime limits; Pools
 	// hold capacity for classes of jobs (docs/backfill.md).
 	Backfill engine.BackfillConfig
-	Pools    []cycle.Pool
+	// CheckpointWait, ReclaimMaxLost and ReclaimGrace tune preemption
+	// (engine.Config's fields of the same names; zero: the defaults).
+	CheckpointWait, ReclaimMaxLost, ReclaimGrace time.Duration
+	Pools                                        []cycle.Pool
 	// Fence, shared with RunElected, lets the scheduler write only while
 	// its Lease is provably held (fence.go); nil without leader election.
 	Fence *Fence
@@ -130,7 +133,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill}),
+	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill,
+		CheckpointWait: opts.CheckpointWait, ReclaimMaxLost: opts.ReclaimMaxLost, ReclaimGrace: opts.ReclaimGrace}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry, opts.Clock()), health: newHealthState(opts.Registry)}
 	s.runtimes.store = historyStore{ref: opts.RuntimeHistory}
 	s.runtimes.loaded = !s.runtimes.store.enabled()
