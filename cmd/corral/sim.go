@@ -224,6 +224,9 @@ func planSim(o simOptions) (*simPlan, error) {
 			return nil, fmt.Errorf("%s %d: must not be negative", n.flag, n.v)
 		}
 	}
+	if o.reclaimGrace < 0 {
+		return nil, fmt.Errorf("--reclaim-grace %v: must not be negative", o.reclaimGrace)
+	}
 	if o.reserveConfidence > 1 {
 		return nil, fmt.Errorf("--reserve-confidence %g: want at most 1 (a confidence), or negative to always reserve", o.reserveConfidence)
 	}

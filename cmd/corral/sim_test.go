@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -52,6 +53,7 @@ func TestSimFlagsCheckedFirst(t *testing.T) {
 		"negative rejections":  {func(o *simOptions) { o.maxRejections = -1 }, `--show-rejections -1`},
 		"negative reservation": {func(o *simOptions) { o.reservations = -2 }, `--reservations -2`},
 		"max runtime action":   {func(o *simOptions) { o.onMaxRuntime = "Kill" }, `want Terminate or Requeue`},
+		"negative grace":       {func(o *simOptions) { o.reclaimGrace = -time.Hour }, `--reclaim-grace -1h0m0s: must not be negative`},
 		"bad protocol":         {func(o *simOptions) { o.protocol = "fast" }, `--protocol`},
 		"queues on fgd":        {func(o *simOptions) { o.protocol, o.queues = "fgd", "teams" }, `--queues needs the replay protocol`},
 		"missing trace":        {func(o *simOptions) { o.trace = filepath.Join(dir, "none.csv") }, `none.csv`},
