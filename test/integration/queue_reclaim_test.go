@@ -17,6 +17,7 @@ import (
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/internal/engine"
+	"github.com/corral-dev/corral/internal/kube"
 	"github.com/corral-dev/corral/test/integration/framework"
 	"github.com/corral-dev/corral/test/integration/kit"
 )
@@ -274,4 +275,60 @@ func podBound(ctx context.Context, c *framework.Cluster, ns, name string) (bool,
 		return false, fmt.Sprintf("%s not bound: %s %s", name, reason, message)
 	}
 	return true, ""
+}
+
+// TestReclaimSparesAnUnsavedBorrowerForItsGrace: with the reclaim bound set
+// low (1 s of progress, a 20 s grace), the owner's pod waits while the
+// borrower, which reported no checkpoint, is spared, its reason saying so
+// and until when; once the grace has passed the borrower is evicted and
+// the owner's pod binds.
+func TestReclaimSparesAnUnsavedBorrowerForItsGrace(t *testing.T) {
+	c := oneNodeWithQueues(t)
+	ctx := context.Background()
+	nsOwner, nsBorrow := kit.Namespace(t, c, "owner-"), kit.Namespace(t, c, "borrower-")
+	if err := createQueue(ctx, c, "owner", map[string]any{"namespaces": []any{nsOwner}, "reclaimPolicy": "Preempt",
+		"resources": []any{map[string]any{"name": "gpu/H100", "guaranteed": "8"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := createQueue(ctx, c, "borrower", map[string]any{"namespaces": []any{nsBorrow}}); err != nil {
+		t.Fatal(err)
+	}
+	const grace = 20 * time.Second
+	startCorralWith(t, c, kube.Options{ReclaimMaxLost: time.Second, ReclaimGrace: grace})
+	long := queuePod(nsBorrow, "long", "borrower", 8, map[string]string{v1alpha1.AnnotationPreemptible: "true"})
+	if _, err := c.Client.CoreV1().Pods(nsBorrow).Create(ctx, long, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the borrower's pod bound", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "long", metav1.GetOptions{})
+		return err == nil && p.Spec.NodeName != "", "long not bound"
+	})
+	time.Sleep(2 * time.Second) // past the 1 s of progress the bound allows
+	owner, err := c.Client.CoreV1().Pods(nsOwner).Create(ctx, queuePod(nsOwner, "owner", "owner", 8, nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := owner.CreationTimestamp.Time
+	eventually(t, 15*time.Second, "the owner's pod waiting, its reason saying the borrower is spared", func() (bool, string) {
+		p, err := c.Client.CoreV1().Pods(nsOwner).Get(ctx, "owner", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		_, message := scheduledCondition(p)
+		return p.Spec.NodeName == "" && strings.Contains(message, "reclaim spares 1 borrower(s)") &&
+				strings.Contains(message, created.Add(grace).UTC().Format(time.RFC3339)),
+			fmt.Sprintf("node %q, message %q", p.Spec.NodeName, message)
+	})
+	if p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "long", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("the borrower was evicted within the grace: %v", err)
+	}
+	eventually(t, 60*time.Second, "long evicted after the grace and the owner's pod bound", func() (bool, string) {
+		if p, err := c.Client.CoreV1().Pods(nsBorrow).Get(ctx, "long", metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
+			return false, "long not evicted"
+		}
+		if since := time.Since(created); since < grace-2*time.Second {
+			t.Fatalf("long evicted %v after the owner's pod was created, within the %v grace", since, grace)
+		}
+		return podBound(ctx, c, nsOwner, "owner")
+	})
 }
