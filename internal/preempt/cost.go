@@ -95,20 +95,23 @@ type Deferral struct {
 // the restart overhead, and the victims keep working meanwhile, so waiting
 // costs no GPU time, only the waiting job's latency, bounded by wait (zero:
 // DefaultCheckpointWait; negative: never wait). The next checkpoint is
-// predicted from the victim's own reports (predictable); a victim whose
-// reports do not predict it (none, too few, too irregular), whose
-// prediction lies further than the wait, or is overdue by more than a
-// quarter of the wait, is evicted now (ok false). running is walked in its
-// order.
+// predicted from the victim's own reports (predictable). A victim is
+// awaited when its prediction lies within the wait and is not overdue by
+// more than its lateness allowance (lateAllowance). The others (none,
+// too few or too irregular reports, a checkpoint further than the wait or
+// long overdue) do not stop the wait but count against it: they would lose
+// the work they do while it lasts. With no victim awaited the eviction
+// goes ahead now (ok false). running is walked in its order.
 //
-// The wait must save enough: the work the victims would lose now, less
-// what they would have lost again by the last victim's checkpoint (a
-// victim whose next checkpoint comes earlier goes on working past it), is
-// at least deferWorth × their GPUs × the wait. Without that a victim that
-// checkpoints more often than the wait was waited for at every checkpoint,
-// just after each one, and the preemption never came (issue 17); with it a
-// wait starts only once a victim has lost a fifth of its interval, and
-// right after the awaited checkpoint the eviction goes ahead.
+// The wait must save enough: the work the awaited victims would lose now,
+// less what they would have lost again by the last one's checkpoint (a
+// victim whose next checkpoint comes earlier goes on working past it), less
+// what the others lose meanwhile, is at least deferWorth × all the
+// victims' GPUs × the wait. Without that a victim that checkpoints more
+// often than the wait was waited for at every checkpoint, just after each
+// one, and the preemption never came (issue 17); with it a wait starts only
+// once a victim has lost a fifth of its interval, and right after the
+// awaited checkpoint the eviction goes ahead.
 func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bool, now time.Time, wait time.Duration) (Deferral, bool) {
 	if wait == 0 {
 		wait = DefaultCheckpointWait
@@ -118,46 +121,46 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 	}
 	grace := wait / 4
 	type victim struct {
-		rj   cycle.RunningJob
+		gpus float64
 		ci   time.Duration
 		last time.Time
 	}
-	var vs []victim
+	var awaited []victim
+	var others, gpus float64 // GPUs of the victims not awaited; of all
 	var latest time.Time
 	for _, rj := range running {
 		if !victims[rj.Job.ID] {
 			continue
 		}
-		p, ok := predictable(rj, now)
-		if !ok {
-			return Deferral{}, false
-		}
-		ci, last, next := p.Mean, LastCheckpoint(rj, now), p.Next
-		if next.Sub(now) > wait || now.Sub(next) > grace {
-			return Deferral{}, false
-		}
-		if next.After(latest) {
-			latest = next
-		}
-		vs = append(vs, victim{rj, ci, last})
-	}
-	var saved, gpus float64
-	for _, v := range vs {
 		var milli int64
-		for _, p := range v.rj.Pods {
+		for _, p := range rj.Pods {
 			milli += p.Alloc.GPUMilli()
 		}
 		g := float64(milli) / workload.MilliPerGPU
 		gpus += g
-		lostNow := g * now.Sub(v.last).Seconds()
+		p, ok := predictable(rj, now)
+		if !ok || p.Next.Sub(now) > wait || now.Sub(p.Next) > lateAllowance(p, wait) {
+			others += g
+			continue
+		}
+		latest = later(latest, p.Next)
+		awaited = append(awaited, victim{g, p.Mean, LastCheckpoint(rj, now)})
+	}
+	if len(awaited) == 0 {
+		return Deferral{}, false
+	}
+	waitFor := max(latest.Sub(now), 0)
+	saved := -others * waitFor.Seconds()
+	for _, v := range awaited {
+		lostNow := v.gpus * now.Sub(v.last).Seconds()
 		if latest.After(v.last) {
 			// Its last checkpoint by then, predicted from its own interval.
 			before := v.last.Add(latest.Sub(v.last) / v.ci * v.ci)
-			lostNow -= g * latest.Sub(before).Seconds()
+			lostNow -= v.gpus * latest.Sub(before).Seconds()
 		}
 		saved += lostNow
 	}
-	if saved <= 0 || saved < deferWorth*gpus*max(latest.Sub(now), 0).Seconds() {
+	if saved <= 0 || saved < deferWorth*gpus*waitFor.Seconds() {
 		return Deferral{}, false
 	}
 	retry := latest.Add(time.Second)
@@ -165,6 +168,21 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		retry = now.Add(grace / 2) // the checkpoint is late: look again soon
 	}
 	return Deferral{Retry: retry, Saved: saved}, true
+}
+
+// lateAllowance is how late a victim's predicted checkpoint may be and
+// still be waited for: twice its own spread of intervals (a jittered job's
+// checkpoint is often that late), at least a quarter of the wait and at
+// most half of it.
+func lateAllowance(p cycle.Prediction, wait time.Duration) time.Duration {
+	return max(wait/4, min(wait/2, time.Duration(2*p.Spread*float64(p.Mean))))
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // deferWorth is the least work a checkpoint wait must save per GPU and

@@ -17,15 +17,21 @@ func TestDeferToCheckpoint(t *testing.T) {
 	// running is a one-pod, 2-GPU job that started at start (minutes after
 	// t0), declares a 10-minute checkpoint interval (which must not matter)
 	// and reported checkpoints at the given minutes after t0.
-	running := func(id string, start float64, reports ...float64) cycle.RunningJob {
+	runningOn := func(gpus int, id string, start float64, reports ...float64) cycle.RunningJob {
 		j := &workload.Job{ID: workload.JobID(id), CheckpointInterval: 10 * time.Minute}
-		a := cluster.Alloc{Devices: []cluster.DeviceShare{{Device: 0, Milli: workload.MilliPerGPU}, {Device: 1, Milli: workload.MilliPerGPU}}}
+		var a cluster.Alloc
+		for d := range gpus {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: workload.MilliPerGPU})
+		}
 		rj := cycle.RunningJob{Job: j, Start: t0.Add(mins(start)),
 			Pods: []cycle.PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, Alloc: a}}}}
 		for _, m := range reports {
 			rj.Checkpoints = rj.Checkpoints.Add(t0.Add(mins(m)))
 		}
 		return rj
+	}
+	running := func(id string, start float64, reports ...float64) cycle.RunningJob {
+		return runningOn(2, id, start, reports...)
 	}
 	cases := map[string]struct {
 		running []cycle.RunningJob
@@ -62,8 +68,19 @@ func TestDeferToCheckpoint(t *testing.T) {
 		"nothing reported: evicted now": {
 			running: []cycle.RunningJob{running("a", 0)}, now: 85,
 		},
-		"a victim that reported nothing among regular ones: evicted now": {
+		// b cannot be predicted and loses the 5 minutes' work it does
+		// meanwhile; a saves 20 minutes more than that.
+		"a victim that reported nothing beside a regular one: waited for the regular one": {
 			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), running("b", 0)}, now: 115,
+			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2*mins(25).Seconds() - 2*mins(5).Seconds()}, wantOK: true,
+		},
+		"an unpredictable victim much bigger than the regular one: evicted now": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), runningOn(16, "b", 0)}, now: 115,
+		},
+		// b checkpoints every 50-60 min, next in 51 min: beyond the wait.
+		"a victim whose checkpoint is beyond the wait counts against it too": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), runningOn(4, "b", 0, 1, 61, 111)}, now: 115,
+			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2*mins(25).Seconds() - 4*mins(5).Seconds()}, wantOK: true,
 		},
 		"reports of an earlier run do not count": {
 			running: []cycle.RunningJob{running("a", 100, 30, 60, 90)}, now: 115,
@@ -96,6 +113,16 @@ func TestDeferToCheckpoint(t *testing.T) {
 		},
 		"a checkpoint overdue past the grace is not waited for": {
 			running: []cycle.RunningJob{running("a", 0, 30, 60, 90)}, now: 130,
+		},
+		// Intervals 24, 36, 24, 36 min: spread 0.23, so a checkpoint up to
+		// 10 min (half the wait; twice its spread would be 14) late is
+		// still expected.
+		"a jittered reporter's late checkpoint within twice its spread: look again soon": {
+			running: []cycle.RunningJob{running("a", 0, 30, 54, 90, 114, 150)}, now: 188,
+			want: Deferral{Retry: t0.Add(mins(188) + mins(2.5)), Saved: 2 * mins(38).Seconds()}, wantOK: true,
+		},
+		"a jittered reporter's checkpoint later than half the wait is not waited for": {
+			running: []cycle.RunningJob{running("a", 0, 30, 54, 90, 114, 150)}, now: 191,
 		},
 	}
 	for name, tc := range cases {
