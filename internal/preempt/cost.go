@@ -97,11 +97,14 @@ type Deferral struct {
 // DefaultCheckpointWait; negative: never wait). The next checkpoint is
 // predicted from the victim's own reports (predictable). A victim is
 // awaited when its prediction lies within the wait and is not overdue by
-// more than its lateness allowance (lateAllowance). The others (none,
-// too few or too irregular reports, a checkpoint further than the wait or
-// long overdue) do not stop the wait but count against it: they would lose
-// the work they do while it lasts. With no victim awaited the eviction
-// goes ahead now (ok false). running is walked in its order.
+// more than its lateness allowance (lateAllowance). The other victims that
+// reported a checkpoint in their run (too few or too irregular reports, a
+// checkpoint further than the wait or long overdue) do not stop the wait
+// but count against it: they would lose the work they do while it lasts. A
+// victim that reported none in its run stops it: it may never checkpoint,
+// and waiting beside such jobs lost more than it saved (docs/
+// preemption.md). With no victim awaited the eviction goes ahead now (ok
+// false). running is walked in its order.
 //
 // The wait must save enough: the work the awaited victims would lose now,
 // less what they would have lost again by the last one's checkpoint (a
@@ -138,6 +141,9 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		}
 		g := float64(milli) / workload.MilliPerGPU
 		gpus += g
+		if rj.Checkpoints.Within(rj.Start, now).Last().IsZero() {
+			return Deferral{}, false // may never checkpoint: nothing bounds its loss
+		}
 		p, ok := predictable(rj, now)
 		if !ok || p.Next.Sub(now) > wait || now.Sub(p.Next) > lateAllowance(p, wait) {
 			others += g

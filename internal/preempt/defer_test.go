@@ -68,14 +68,17 @@ func TestDeferToCheckpoint(t *testing.T) {
 		"nothing reported: evicted now": {
 			running: []cycle.RunningJob{running("a", 0)}, now: 85,
 		},
-		// b cannot be predicted and loses the 5 minutes' work it does
-		// meanwhile; a saves 20 minutes more than that.
-		"a victim that reported nothing beside a regular one: waited for the regular one": {
+		"a victim that reported nothing among regular ones: evicted now": {
 			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), running("b", 0)}, now: 115,
+		},
+		// b reported once, so it cannot be predicted, and loses the 5
+		// minutes' work it does meanwhile; a saves 20 minutes more than that.
+		"a victim with too few reports beside a regular one: waited for the regular one": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), running("b", 0, 100)}, now: 115,
 			want: Deferral{Retry: t0.Add(mins(120) + time.Second), Saved: 2*mins(25).Seconds() - 2*mins(5).Seconds()}, wantOK: true,
 		},
 		"an unpredictable victim much bigger than the regular one: evicted now": {
-			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), runningOn(16, "b", 0)}, now: 115,
+			running: []cycle.RunningJob{running("a", 0, 30, 60, 90), runningOn(16, "b", 0, 100)}, now: 115,
 		},
 		// b checkpoints every 50-60 min, next in 51 min: beyond the wait.
 		"a victim whose checkpoint is beyond the wait counts against it too": {
