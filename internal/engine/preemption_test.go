@@ -380,3 +380,28 @@ func TestPreemptionWaitsForTheVictimsCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// Of two victims, the one about to checkpoint is taken and waited for, although
+// evicting the other now would lose less: after its checkpoint it loses only its
+// restart overhead (preempt.AwaitedCost).
+func TestPreemptionPrefersTheVictimAboutToCheckpoint(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	s := build.State(build.Topo("rack"), build.Racks(1, 4))
+	// Both checkpoint every 30 minutes: "soon" did 27 minutes ago, "later" 12.
+	soon := victim{id: "soon", nodes: []string{"r0-n-0", "r0-n-1"}, ago: 10*time.Hour + 27*time.Minute, sinceCkpt: 27 * time.Minute}
+	later := victim{id: "later", nodes: []string{"r0-n-2", "r0-n-3"}, ago: 10*time.Hour + 12*time.Minute, sinceCkpt: 12 * time.Minute}
+	running := []RunningJob{later.run(t, s, now), soon.run(t, s, now)}
+	hi := build.Job("hi").Pods(2).GPUs(8).Priority(10).Obj()
+	p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+	if len(p.Evictions) != 0 || p.Stats.PreemptDeferred != 1 {
+		t.Fatalf("evictions %v, stats %+v: want one deferral", p.Evictions, p.Stats)
+	}
+	if want := now.Add(3*time.Minute + time.Second); !p.Retry.Equal(want) {
+		t.Fatalf("retry at %v, want %v (soon's checkpoint)", p.Retry, want)
+	}
+	running[1].Checkpoints = running[1].Checkpoints.Add(now.Add(3 * time.Minute))
+	at := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: p.Retry})
+	if len(at.Evictions) != 1 || at.Evictions[0].Job != "soon" {
+		t.Fatalf("at the retry: evictions %v, want soon's", at.Evictions)
+	}
+}

@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"math"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cycle"
@@ -174,6 +175,30 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		retry = now.Add(grace / 2) // the checkpoint is late: look again soon
 	}
 	return Deferral{Retry: retry, Saved: saved}, true
+}
+
+// AwaitedCost is what evicting the job costs when the preemption waits for
+// its next checkpoint: its GPUs × its restart overhead, plus deferWorth ×
+// its GPUs × the time until that checkpoint (what DeferToCheckpoint asks a
+// wait to be worth). +Inf when its checkpoint would not be awaited
+// (unpredictable, beyond the wait, long overdue; wait as in
+// DeferToCheckpoint). The search prices a victim at the lower of this and
+// its RestartCost, so that of two victims the one about to checkpoint is
+// chosen, and then waited for.
+func AwaitedCost(rj cycle.RunningJob, now time.Time, wait time.Duration) float64 {
+	if wait == 0 {
+		wait = DefaultCheckpointWait
+	}
+	p, ok := predictable(rj, now)
+	if wait < 0 || !ok || p.Next.Sub(now) > wait || now.Sub(p.Next) > lateAllowance(p, wait) {
+		return math.Inf(1)
+	}
+	var milli int64
+	for _, pb := range rj.Pods {
+		milli += pb.Alloc.GPUMilli()
+	}
+	gpus := float64(milli) / workload.MilliPerGPU
+	return gpus * (rj.Job.RestartOverhead.Seconds() + deferWorth*max(p.Next.Sub(now), 0).Seconds())
 }
 
 // lateAllowance is how late a victim's predicted checkpoint may be and

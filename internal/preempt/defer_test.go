@@ -1,6 +1,7 @@
 package preempt
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -140,6 +141,46 @@ func TestDeferToCheckpoint(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("DeferToCheckpoint (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAwaitedCost(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0).UTC()
+	mins := func(m float64) time.Duration { return time.Duration(m * float64(time.Minute)) }
+	// A 4-GPU job with a 5-minute restart overhead that started at t0 and
+	// reported the given minutes.
+	job := func(reports ...float64) cycle.RunningJob {
+		j := &workload.Job{ID: "v", RestartOverhead: 5 * time.Minute}
+		var a cluster.Alloc
+		for d := range 4 {
+			a.Devices = append(a.Devices, cluster.DeviceShare{Device: d, Milli: workload.MilliPerGPU})
+		}
+		rj := cycle.RunningJob{Job: j, Start: t0, Pods: []cycle.PodBind{{Placed: cluster.Placed{Pod: workload.PodRef{Job: j.ID}, Alloc: a}}}}
+		for _, m := range reports {
+			rj.Checkpoints = rj.Checkpoints.Add(t0.Add(mins(m)))
+		}
+		return rj
+	}
+	inf := math.Inf(1)
+	cases := map[string]struct {
+		rj   cycle.RunningJob
+		now  float64
+		wait time.Duration
+		want float64
+	}{
+		"checkpoint in 8 min: overhead plus a quarter of the wait": {job(30, 60, 90), 112, 0, 4 * (mins(5) + mins(8)/4).Seconds()},
+		"checkpoint beyond the wait":                               {job(30, 60, 90), 95, 0, inf},
+		"unpredictable (one interval)":                             {job(30, 60), 85, 0, inf},
+		"nothing reported":                                         {job(), 85, 0, inf},
+		"waiting turned off":                                       {job(30, 60, 90), 112, -1, inf},
+		"a shorter wait":                                           {job(30, 60, 90), 112, mins(5), inf},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := AwaitedCost(tc.rj, t0.Add(mins(tc.now)), tc.wait); got != tc.want {
+				t.Errorf("AwaitedCost = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -271,6 +271,9 @@ func (m *Room) unitsOfJob(rj cycle.RunningJob) []Unit {
 		return out
 	}
 	whole := RestartCost(rj, nil, m.s.Now)
+	if m.cfg.Strategy == LeastLost {
+		whole = min(whole, AwaitedCost(rj, m.s.Now, m.cfg.CheckpointWait))
+	}
 	base := Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1}
 	if gm := rj.Job.GangMin(); gm < len(pods) && gm > 0 {
 		extra, keep := pods[gm:], pods[:gm]
