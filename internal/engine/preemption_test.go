@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -403,5 +404,29 @@ func TestPreemptionPrefersTheVictimAboutToCheckpoint(t *testing.T) {
 	at := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: p.Retry})
 	if len(at.Evictions) != 1 || at.Evictions[0].Job != "soon" {
 		t.Fatalf("at the retry: evictions %v, want soon's", at.Evictions)
+	}
+}
+
+// A victim the search priced at its awaited cost but evicted at once (beside
+// a victim that reported no checkpoint, no wait) reports what it really loses.
+func TestAnEvictionNotWaitedForReportsItsWholeLoss(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	s := build.State(build.Topo("rack"), build.Racks(1, 4))
+	soon := victim{id: "soon", nodes: []string{"r0-n-0", "r0-n-1"}, ago: 10*time.Hour + 27*time.Minute, sinceCkpt: 27 * time.Minute}
+	silent := victim{id: "silent", nodes: []string{"r0-n-2", "r0-n-3"}, ago: 20 * time.Minute}
+	running := []RunningJob{soon.run(t, s, now), silent.run(t, s, now)}
+	hi := build.Job("hi").Pods(4).GPUs(8).Priority(10).Obj()
+	p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
+	if len(p.Evictions) != 2 {
+		t.Fatalf("evictions %v, want both victims now", p.Evictions)
+	}
+	for _, ev := range p.Evictions {
+		if ev.Job != "soon" {
+			continue
+		}
+		// 16 GPUs × (27 minutes since its checkpoint + 5 minutes' restart overhead).
+		if want := 16 * (32 * time.Minute).Seconds(); math.Abs(ev.LostGPUSeconds-want) > 1 {
+			t.Errorf("soon lost %v GPU-s, want %v", ev.LostGPUSeconds, want)
+		}
 	}
 }

@@ -63,8 +63,9 @@ func (m *Room) consolidate(pj cycle.PendingJob, gang placement.Gang) (placement.
 		if !ok {
 			continue
 		}
+		cost := RestartCost(rj, nil, m.s.Now)
 		u := Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1,
-			Cost: RestartCost(rj, nil, m.s.Now), Gang: &g}
+			Cost: cost, Lost: cost, Gang: &g}
 		for _, p := range rj.Pods {
 			u.Pods = append(u.Pods, p.Placed)
 		}

@@ -30,9 +30,13 @@ import (
 type Unit struct {
 	Job  workload.JobID
 	Pods []cluster.Placed
-	// Cost is the work the eviction throws away, in GPU-seconds
-	// (RestartCost of these pods).
-	Cost     float64
+	// Cost is what the search weighs: the work the eviction throws away,
+	// in GPU-seconds (RestartCost of these pods), or less for a victim
+	// the preemption would wait for (AwaitedCost).
+	Cost float64
+	// Lost is the work evicting it now throws away (RestartCost), as the
+	// eviction reports it.
+	Lost     float64
 	Priority int32
 	Start    time.Time
 	// Needs is the index of the unit that must be evicted with this one, or -1.

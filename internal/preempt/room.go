@@ -270,20 +270,22 @@ func (m *Room) unitsOfJob(rj cycle.RunningJob) []Unit {
 		}
 		return out
 	}
-	whole := RestartCost(rj, nil, m.s.Now)
+	lost := RestartCost(rj, nil, m.s.Now)
+	price := lost
 	if m.cfg.Strategy == LeastLost {
-		whole = min(whole, AwaitedCost(rj, m.s.Now, m.cfg.CheckpointWait))
+		price = min(price, AwaitedCost(rj, m.s.Now, m.cfg.CheckpointWait))
 	}
 	base := Unit{Job: rj.Job.ID, Priority: rj.Job.Priority, Start: rj.Start, Needs: -1}
 	if gm := rj.Job.GangMin(); gm < len(pods) && gm > 0 {
 		extra, keep := pods[gm:], pods[:gm]
 		u, v := base, base
 		u.Pods, u.Cost = conv(extra), RestartCost(rj, refs(extra), m.s.Now)
-		v.Pods, v.Cost, v.Needs = conv(keep), max(0, whole-u.Cost), 0
+		u.Lost = u.Cost
+		v.Pods, v.Cost, v.Lost, v.Needs = conv(keep), max(0, price-u.Cost), max(0, lost-u.Lost), 0
 		return []Unit{u, v}
 	}
 	u := base
-	u.Pods, u.Cost = conv(pods), whole
+	u.Pods, u.Cost, u.Lost = conv(pods), price, lost
 	return []Unit{u}
 }
 

@@ -130,7 +130,7 @@ func (m *Room) apply(pj cycle.PendingJob, leaf string, gang placement.Gang, unit
 		var gpus int64
 		for _, u := range byJob[id] {
 			ev.Cause = cause(u)
-			ev.LostGPUSeconds += units[u].Cost
+			ev.LostGPUSeconds += units[u].Lost
 			whole = whole || units[u].Needs >= 0 || m.isWhole(units, u)
 			for _, p := range units[u].Pods {
 				ev.Pods = append(ev.Pods, p.Pod)
