@@ -125,7 +125,7 @@ func TestMIGPlacement(t *testing.T) {
 			used:  []string{"a/gpu0/3g.20gb@0", "a/gpu1/3g.20gb@4"},
 			job:   build.Job("j").MIG("4g.20gb").Obj(),
 			want: migOutcome{Verdict: placement.WaitFree,
-				Message: "the cluster has no room for 1×[MIG 4g.20gb, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 1.1 GPUs free)"},
+				Message: "the cluster has no room for 1×[MIG 4g.20gb, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 1.144 GPUs free)"},
 		},
 		"a gang waits for one re-partition": {
 			nodes: [][]cluster.Node{a100("a", nil, nil)},
@@ -210,7 +210,7 @@ func TestMIGAccounting(t *testing.T) {
 	}
 	wantWait := map[workload.JobID]string{
 		"j1": "waiting for MIG re-partition of a/gpu0", "j2": "waiting for MIG re-partition of a/gpu0",
-		"j3": "the cluster has no room for 1×[MIG 3g.40gb, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 0.1 GPUs free)",
+		"j3": "the cluster has no room for 1×[MIG 3g.40gb, 1 CPU, 1 GiB] now (fits 0 of 1 pods, 0.143 GPUs free)",
 	}
 	for _, pe := range p.Pending {
 		if pe.Reason.Message != wantWait[pe.Job] {
@@ -278,7 +278,7 @@ func TestGPUShares(t *testing.T) {
 			held:  map[int]int32{0: 625, 1: 625},
 			jobs:  []*workload.Job{build.Job("j1").GPUMem(8192).Obj()},
 			want: want{Verdict: placement.WaitFree,
-				Message: "the cluster has no room for 1×[8 GiB of one GPU, 1 CPU, 1 GiB] now (fits 1 of 1 pods, 0.8 GPUs free)"},
+				Message: "the cluster has no room for 1×[8 GiB of one GPU, 1 CPU, 1 GiB] now (fits 1 of 1 pods, 0.75 GPUs free)"},
 		},
 		"a share goes to the GPU whose memory holds it": {
 			nodes: [][]cluster.Node{v100("a", "V100M16", 16384), v100("b", "V100M32", 32768)},

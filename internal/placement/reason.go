@@ -150,10 +150,7 @@ func describe(groups []podGroup) string {
 func freeText(free int64, groups []podGroup) string {
 	for _, g := range groups {
 		if g.req.GPUMilliTotal() > 0 {
-			if free%1000 == 0 {
-				return fmt.Sprintf("%d GPUs", free/1000)
-			}
-			return fmt.Sprintf("%.1f GPUs", float64(free)/1000)
+			return workload.GPUText(free)
 		}
 	}
 	return workload.CPUText(free)

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -341,17 +340,11 @@ func amountText(r Resource, v int64) string {
 	case r == Memory:
 		return workload.MemText(v)
 	case r == "gpu":
-		return milliText(v) + " GPUs"
+		return workload.GPUText(v)
 	case strings.HasPrefix(string(r), "gpu/"):
-		return fmt.Sprintf("%s %s GPUs", milliText(v), r[4:])
+		return fmt.Sprintf("%s %s GPUs", workload.GPUNumber(v), r[4:])
 	}
 	return fmt.Sprintf("%d", v)
-}
-
-// milliText renders thousandths as a plain decimal, never with an exponent
-// (a limit of a million GPUs reads 1000000, not 1e+06).
-func milliText(v int64) string {
-	return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)
 }
 
 // The methods below are the cycle's hooks; each is a no-op without queues

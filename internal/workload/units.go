@@ -1,6 +1,9 @@
 package workload
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // CPUText renders milli-CPU as Kubernetes writes a CPU quantity, the unit
 // users wrote in their pods: whole cores as "4 CPU", anything else in milli
@@ -19,4 +22,16 @@ func MemText(mib int64) string {
 		return fmt.Sprintf("%d GiB", mib/1024)
 	}
 	return fmt.Sprintf("%d MiB", mib)
+}
+
+// GPUNumber renders milli-GPUs as a plain decimal number of GPUs, exact and
+// never with an exponent: 40 → "0.04", 12500 → "12.5", a million GPUs
+// "1000000" (not 1e+06).
+func GPUNumber(milli int64) string {
+	return strconv.FormatFloat(float64(milli)/MilliPerGPU, 'f', -1, 64)
+}
+
+// GPUText is GPUNumber with its unit: "0.04 GPUs", "8 GPUs".
+func GPUText(milli int64) string {
+	return GPUNumber(milli) + " GPUs"
 }

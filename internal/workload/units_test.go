@@ -21,3 +21,13 @@ func TestMemText(t *testing.T) {
 		}
 	}
 }
+
+func TestGPUText(t *testing.T) {
+	for milli, want := range map[int64]string{
+		0: "0 GPUs", 40: "0.04 GPUs", 1125: "1.125 GPUs", 8000: "8 GPUs", 12500: "12.5 GPUs", 1_000_000_000: "1000000 GPUs",
+	} {
+		if got := GPUText(milli); got != want {
+			t.Errorf("GPUText(%d) = %q, want %q", milli, got, want)
+		}
+	}
+}
