@@ -154,7 +154,7 @@ func ReadSacct(r io.Reader, name string) (*Trace, error) {
 	if len(rows) == 0 {
 		return nil, errorf(name, 0, "", "no allocation that started: nothing to replay")
 	}
-	return importedTrace(name, rows, "")
+	return importedTrace(name, rows, "Submit")
 }
 
 func containsStr(xs []string, s string) bool {

@@ -56,6 +56,8 @@ func TestSacctErrors(t *testing.T) {
 		"duplicate":       {head + "1" + ok + "1|cpu=1|\n1" + ok + "1|cpu=1|\n", "t.sacct:3: JobID: job 1 already appears on line 2"},
 		"nothing started": {head + "1|2026-01-01T00:00:00|Unknown|Unknown|1|cpu=1|\n", "no allocation that started"},
 		"empty":           {"", "empty file"},
+		"submits 40 years apart": {head + "1" + ok + "1|cpu=1|\n2|2066-01-01T00:00:00|2066-01-01T00:00:01|2066-01-01T01:00:00|1|cpu=1|\n",
+			"t.sacct:3: Submit: 1262304000s after the first submit is above the limit of 1000000000s"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
