@@ -3,8 +3,6 @@ package engine
 import (
 	"fmt"
 	"math"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -430,27 +428,5 @@ func TestAnEvictionNotWaitedForReportsItsWholeLoss(t *testing.T) {
 		if want := 16 * (32 * time.Minute).Seconds(); math.Abs(ev.LostGPUSeconds-want) > 1 {
 			t.Errorf("soon lost %v GPU-s, want %v", ev.LostGPUSeconds, want)
 		}
-	}
-}
-
-// A set chosen for a wait that cannot happen (one victim reported no
-// checkpoint) is chosen again on what each victim loses now: "soon" would be
-// cheap only after its checkpoint, so "other" goes with "silent" instead.
-func TestASetNotWaitedForIsChosenOnItsLoss(t *testing.T) {
-	now := t0.Add(24 * time.Hour)
-	s := build.State(build.Topo("rack"), build.Racks(1, 6))
-	soon := victim{id: "soon", nodes: []string{"r0-n-0", "r0-n-1"}, ago: 10*time.Hour + 27*time.Minute, sinceCkpt: 27 * time.Minute}
-	silent := victim{id: "silent", nodes: []string{"r0-n-2", "r0-n-3"}, ago: 2 * time.Minute}
-	other := victim{id: "other", nodes: []string{"r0-n-4", "r0-n-5"}, ago: 10*time.Hour + 10*time.Minute, sinceCkpt: 10 * time.Minute}
-	running := []RunningJob{soon.run(t, s, now), silent.run(t, s, now), other.run(t, s, now)}
-	hi := build.Job("hi").Pods(4).GPUs(8).Priority(10).Obj()
-	p := New(Config{}).Cycle(&Snapshot{State: s, Pending: pendingOf(hi), Running: running, Now: now})
-	var got []string
-	for _, ev := range p.Evictions {
-		got = append(got, string(ev.Job))
-	}
-	sort.Strings(got)
-	if want := []string{"other", "silent"}; !slices.Equal(got, want) {
-		t.Fatalf("evicted %v, want %v", got, want)
 	}
 }

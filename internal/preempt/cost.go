@@ -184,9 +184,7 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 // (unpredictable, beyond the wait, long overdue; wait as in
 // DeferToCheckpoint). The search prices a victim at the lower of this and
 // its RestartCost, so that of two victims the one about to checkpoint is
-// chosen, and then waited for; when the chosen set is not waited for after
-// all (a victim beside it reported no checkpoint), the victims are chosen
-// again on their RestartCost.
+// chosen, and then waited for.
 func AwaitedCost(rj cycle.RunningJob, now time.Time, wait time.Duration) float64 {
 	if wait == 0 {
 		wait = DefaultCheckpointWait

@@ -366,18 +366,6 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		if why := m.deferToCheckpoint(units, r.Victims); why != "" {
 			return placement.Result{}, nil, why
 		}
-		if pricedBelowLoss(units, r.Victims) {
-			// The set was chosen for a wait that will not happen: choose
-			// again on what each victim loses now.
-			now := atLoss(units)
-			if r2 := m.search(Problem{Gang: gang, Units: now, Strategy: strategy,
-				Allowed: m.reclaimKeeps(me, charge, now, kinds, false)}); r2.Found {
-				if ok, why := m.worthEvicting(pj, gang, now, kinds, r2.Victims); !ok {
-					return placement.Result{}, nil, why
-				}
-				units, r = now, r2
-			}
-		}
 	}
 	return m.apply(pj, leaf, gang, units, r, func(u int) cycle.EvictionCause {
 		if kinds[u].Reclaims() {
@@ -385,27 +373,6 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		}
 		return cycle.CausePreempt
 	})
-}
-
-// pricedBelowLoss says whether the search priced a victim of the set below
-// what evicting it now loses (AwaitedCost).
-func pricedBelowLoss(units []Unit, victims []int) bool {
-	for _, u := range victims {
-		if units[u].Cost < units[u].Lost {
-			return true
-		}
-	}
-	return false
-}
-
-// atLoss is units priced at what evicting each now loses.
-func atLoss(units []Unit) []Unit {
-	out := make([]Unit, len(units))
-	copy(out, units)
-	for i := range out {
-		out[i].Cost = out[i].Lost
-	}
-	return out
 }
 
 // onReserved reports whether a pod of rj sits on a node reserved against
