@@ -46,28 +46,34 @@ func predictable(rj cycle.RunningJob, now time.Time) (cycle.Prediction, bool) {
 // GPUs × the restart overhead the job pays before it makes progress again.
 // pods nil means the whole job.
 func RestartCost(rj cycle.RunningJob, pods []workload.PodRef, now time.Time) float64 {
-	var milli int64
-	if pods == nil {
-		for _, p := range rj.Pods {
-			milli += p.Alloc.GPUMilli()
-		}
-	} else {
+	gpus := jobGPUs(rj)
+	if pods != nil {
 		want := make(map[workload.PodRef]bool, len(pods))
 		for _, p := range pods {
 			want[p] = true
 		}
+		var milli int64
 		for _, p := range rj.Pods {
 			if want[p.Pod] {
 				milli += p.Alloc.GPUMilli()
 			}
 		}
+		gpus = float64(milli) / workload.MilliPerGPU
 	}
-	gpus := float64(milli) / workload.MilliPerGPU
 	lost := now.Sub(LastCheckpoint(rj, now))
 	if lost < 0 {
 		lost = 0
 	}
 	return gpus * (lost + rj.Job.RestartOverhead).Seconds()
+}
+
+// jobGPUs is the GPUs the running job holds.
+func jobGPUs(rj cycle.RunningJob) float64 {
+	var milli int64
+	for _, p := range rj.Pods {
+		milli += p.Alloc.GPUMilli()
+	}
+	return float64(milli) / workload.MilliPerGPU
 }
 
 // RunFor is how long the job has been running now.
@@ -117,10 +123,7 @@ type Deferral struct {
 // once a victim has lost a fifth of its interval, and right after the
 // awaited checkpoint the eviction goes ahead.
 func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bool, now time.Time, wait time.Duration) (Deferral, bool) {
-	if wait == 0 {
-		wait = DefaultCheckpointWait
-	}
-	if wait < 0 {
+	if wait = checkpointWait(wait); wait < 0 {
 		return Deferral{}, false
 	}
 	grace := wait / 4
@@ -136,17 +139,13 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 		if !victims[rj.Job.ID] {
 			continue
 		}
-		var milli int64
-		for _, p := range rj.Pods {
-			milli += p.Alloc.GPUMilli()
-		}
-		g := float64(milli) / workload.MilliPerGPU
+		g := jobGPUs(rj)
 		gpus += g
-		if rj.Checkpoints.Within(rj.Start, now).Last().IsZero() {
+		if !reportedInRun(rj, now) {
 			return Deferral{}, false // may never checkpoint: nothing bounds its loss
 		}
-		p, ok := predictable(rj, now)
-		if !ok || p.Next.Sub(now) > wait || now.Sub(p.Next) > lateAllowance(p, wait) {
+		p, ok := awaitedCheckpoint(rj, now, wait)
+		if !ok {
 			others += g
 			continue
 		}
@@ -186,19 +185,40 @@ func DeferToCheckpoint(running []cycle.RunningJob, victims map[workload.JobID]bo
 // its RestartCost, so that of two victims the one about to checkpoint is
 // chosen, and then waited for.
 func AwaitedCost(rj cycle.RunningJob, now time.Time, wait time.Duration) float64 {
-	if wait == 0 {
-		wait = DefaultCheckpointWait
-	}
-	p, ok := predictable(rj, now)
-	if wait < 0 || !ok || p.Next.Sub(now) > wait || now.Sub(p.Next) > lateAllowance(p, wait) {
+	if wait = checkpointWait(wait); wait < 0 {
 		return math.Inf(1)
 	}
-	var milli int64
-	for _, pb := range rj.Pods {
-		milli += pb.Alloc.GPUMilli()
+	p, ok := awaitedCheckpoint(rj, now, wait)
+	if !ok {
+		return math.Inf(1)
 	}
-	gpus := float64(milli) / workload.MilliPerGPU
-	return gpus * (rj.Job.RestartOverhead.Seconds() + deferWorth*max(p.Next.Sub(now), 0).Seconds())
+	return jobGPUs(rj) * (rj.Job.RestartOverhead.Seconds() + deferWorth*max(p.Next.Sub(now), 0).Seconds())
+}
+
+// checkpointWait is the configured wait with zero read as
+// DefaultCheckpointWait (negative: never wait).
+func checkpointWait(wait time.Duration) time.Duration {
+	if wait == 0 {
+		return DefaultCheckpointWait
+	}
+	return wait
+}
+
+// awaitedCheckpoint is the victim's next checkpoint when a preemption would
+// wait for it (wait positive): predictable from its reports, within the
+// wait, and overdue by no more than its lateness allowance.
+func awaitedCheckpoint(rj cycle.RunningJob, now time.Time, wait time.Duration) (cycle.Prediction, bool) {
+	p, ok := predictable(rj, now)
+	if !ok || p.Next.Sub(now) > wait || now.Sub(p.Next) > lateAllowance(p, wait) {
+		return cycle.Prediction{}, false
+	}
+	return p, true
+}
+
+// reportedInRun says whether the job reported a checkpoint in its current
+// run.
+func reportedInRun(rj cycle.RunningJob, now time.Time) bool {
+	return !rj.Checkpoints.Within(rj.Start, now).Last().IsZero()
 }
 
 // lateAllowance is how late a victim's predicted checkpoint may be and

@@ -113,7 +113,7 @@ func (k Kind) Reclaims() bool { return k == ByReclaim || k == ByFairShare }
 // generator's checkpoint mix, fair-share reclaims were a third of the
 // GPU-hours lost to preemption.
 func SparedFromFairShare(rj cycle.RunningJob, now time.Time) bool {
-	return rj.Checkpoints.Within(rj.Start, now).Last().IsZero()
+	return !reportedInRun(rj, now)
 }
 
 // Reclaim spares a borrower that would lose much of its progress, for a
