@@ -303,7 +303,7 @@ func (s *Scheduler) saveHistory(ctx context.Context, force bool) {
 // The checkpoints running jobs reported are kept beside the runs, so that
 // after a restart a victim whose checkpoints were regular is still waited
 // for (docs/preemption.md): the annotation holds only the last one, and the
-// engine waits only once two intervals were seen. One row per running job's
+// engine waits only once an interval was seen. One row per running job's
 // run, its last maxStoredCheckpoints reports.
 const (
 	checkpointsDataKey   = "checkpoints.csv"

@@ -122,8 +122,8 @@ func boundAt(p *corev1.Pod) time.Time {
 // at start, so a restarted or newly elected scheduler still waits for a
 // victim whose checkpoints were regular. Without one, a job's history starts
 // again from the value the annotation holds, and preemption waits for none
-// of its checkpoints until it has reported two more intervals (at most an
-// hour at the usual 30-minute interval).
+// of its checkpoints until it has reported one more interval (half an hour
+// at the usual 30-minute interval).
 type checkpointHistory struct {
 	runs map[checkpointRun]cycle.Checkpoints
 	// changed: a report was added, or a run with reports ended, since the

@@ -23,11 +23,13 @@ func LastCheckpoint(rj cycle.RunningJob, now time.Time) time.Time {
 
 // Predictability of a victim's next checkpoint, from its own reports only
 // (issue 17). A preemption waits for a victim only when at least
-// minIntervals intervals were observed in its current run and their spread
-// (sample standard deviation over mean) is at most maxSpread; docs/
-// preemption.md gives the measurements behind both.
+// minIntervals intervals were observed in its current run and, from two
+// on, their spread (sample standard deviation over mean) is at most
+// maxSpread. One interval tells nothing of the spread: such a prediction
+// gets the least lateness allowance (lateAllowance). docs/preemption.md
+// gives the measurements behind both.
 const (
-	minIntervals = 2
+	minIntervals = 1
 	maxSpread    = 0.5
 )
 
@@ -35,7 +37,10 @@ const (
 // reported intervals make it predictable.
 func predictable(rj cycle.RunningJob, now time.Time) (cycle.Prediction, bool) {
 	p, ok := rj.Checkpoints.Within(rj.Start, now).Predict()
-	if !ok || p.Intervals < minIntervals || !(p.Spread <= maxSpread) || p.Mean <= 0 {
+	if !ok || p.Intervals < minIntervals || p.Mean <= 0 {
+		return cycle.Prediction{}, false
+	}
+	if p.Intervals >= 2 && !(p.Spread <= maxSpread) {
 		return cycle.Prediction{}, false
 	}
 	return p, true
@@ -224,8 +229,11 @@ func reportedInRun(rj cycle.RunningJob, now time.Time) bool {
 // lateAllowance is how late a victim's predicted checkpoint may be and
 // still be waited for: twice its own spread of intervals (a jittered job's
 // checkpoint is often that late), at least a quarter of the wait and at
-// most half of it.
+// most half of it; a quarter when one interval leaves the spread unknown.
 func lateAllowance(p cycle.Prediction, wait time.Duration) time.Duration {
+	if math.IsNaN(p.Spread) {
+		return wait / 4
+	}
 	return max(wait/4, min(wait/2, time.Duration(2*p.Spread*float64(p.Mean))))
 }
 

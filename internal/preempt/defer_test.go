@@ -63,8 +63,22 @@ func TestDeferToCheckpoint(t *testing.T) {
 		"irregular reporter (40, 10, 40 min): evicted now": {
 			running: []cycle.RunningJob{running("a", 0, 10, 50, 60, 100)}, now: 125,
 		},
-		"one interval says nothing of its regularity: evicted now": {
+		// One interval predicts the next checkpoint but not how late it
+		// may come: it is awaited up to a quarter of the wait late, not the
+		// allowance a known spread could earn.
+		"one interval is enough to wait for the checkpoint it predicts": {
 			running: []cycle.RunningJob{running("a", 0, 30, 60)}, now: 85,
+			want: Deferral{Retry: t0.Add(mins(90) + time.Second), Saved: 2 * mins(25).Seconds()}, wantOK: true,
+		},
+		"one interval, the checkpoint less than a quarter of the wait late: look again soon": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60)}, now: 94,
+			want: Deferral{Retry: t0.Add(mins(94) + mins(2.5)), Saved: 2 * mins(34).Seconds()}, wantOK: true,
+		},
+		"one interval, the checkpoint more than a quarter of the wait late: evicted now": {
+			running: []cycle.RunningJob{running("a", 0, 30, 60)}, now: 96,
+		},
+		"one report is no interval: evicted now": {
+			running: []cycle.RunningJob{running("a", 0, 30)}, now: 55,
 		},
 		"nothing reported: evicted now": {
 			running: []cycle.RunningJob{running("a", 0)}, now: 85,
@@ -172,7 +186,8 @@ func TestAwaitedCost(t *testing.T) {
 	}{
 		"checkpoint in 8 min: overhead plus a quarter of the wait": {job(30, 60, 90), 112, 0, 4 * (mins(5) + mins(8)/4).Seconds()},
 		"checkpoint beyond the wait":                               {job(30, 60, 90), 95, 0, inf},
-		"unpredictable (one interval)":                             {job(30, 60), 85, 0, inf},
+		"one interval predicts it":                                 {job(30, 60), 85, 0, 4 * (mins(5) + mins(5)/4).Seconds()},
+		"unpredictable (one report, no interval)":                  {job(30), 55, 0, inf},
 		"nothing reported":                                         {job(), 85, 0, inf},
 		"waiting turned off":                                       {job(30, 60, 90), 112, -1, inf},
 		"a shorter wait":                                           {job(30, 60, 90), 112, mins(5), inf},
