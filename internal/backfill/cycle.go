@@ -422,6 +422,13 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 	case holdGuess:
 		// The cap stays spent: trying every blocked job's Earliest each
 		// cycle would cost a replay each.
+		if b.cfg.StarveAfter > 0 && s.Now.Sub(j.Submit) >= b.cfg.StarveAfter {
+			// ReserveStarved refused it for the same guess: promising a
+			// hold at the starvation age it has passed would mislead.
+			r.Message += fmt.Sprintf("; no reservation: its start (~%s%s) rests on estimates too weak to hold nodes for, even past the starvation age (%s); it starts when its room is free",
+				Humanize(slot.Start.Sub(s.Now)), Sureness(slot), Humanize(b.cfg.StarveAfter))
+			return r
+		}
 		r.Message += fmt.Sprintf("; no reservation yet: its start (~%s%s) rests on estimates too weak to hold nodes for; others may use them until it has waited %s",
 			Humanize(slot.Start.Sub(s.Now)), Sureness(slot), Humanize(b.cfg.StarveAfter))
 		return r

@@ -373,11 +373,14 @@ func TestPreemptionKeepsReservations(t *testing.T) {
 		hp          *workload.Job
 		wantPlaced  bool
 		wantEvicted []workload.JobID
+		wantWhy     string // in hp's reason, when it waits
 	}{
-		"outlasts the reservation: no victim on reserved nodes": {starved: true, hp: hp(5 * time.Hour)},
+		"outlasts the reservation: no victim on reserved nodes": {starved: true, hp: hp(5 * time.Hour),
+			wantWhy: "preemption: no running job may be evicted for it (left alone: 1 not preemptible or inside their minimum runtime, 1 on nodes reserved for other jobs)"},
 		"ends before the reservation: may preempt there": {starved: true, hp: hp(30 * time.Minute),
 			wantPlaced: true, wantEvicted: []workload.JobID{"filler"}},
-		"a job that started after starving stays": {oldWait: 25 * time.Hour, hp: hp(time.Hour)},
+		"a job that started after starving stays": {oldWait: 25 * time.Hour, hp: hp(time.Hour),
+			wantWhy: "(left alone: 1 started only after waiting past the starvation age)"},
 		"a job that started in time may be preempted": {oldWait: time.Hour, hp: hp(time.Hour),
 			wantPlaced: true, wantEvicted: []workload.JobID{"old"}},
 	}
@@ -411,6 +414,9 @@ func TestPreemptionKeepsReservations(t *testing.T) {
 			if got := outcomeOf(p, "hp").Placed; got != tc.wantPlaced || !cmp.Equal(evicted, tc.wantEvicted) {
 				t.Errorf("hp placed %v evicting %v, want %v evicting %v (pending %+v)",
 					got, evicted, tc.wantPlaced, tc.wantEvicted, p.Pending)
+			}
+			if why := reasonOf(p, "hp").Message; !strings.Contains(why, tc.wantWhy) {
+				t.Errorf("hp's reason %q, want it to say %q", why, tc.wantWhy)
 			}
 			if tc.starved {
 				want := w.now.Add(time.Hour)
@@ -450,10 +456,16 @@ func TestNoReservationReason(t *testing.T) {
 func TestWeakEstimatesDoNotHoldNodes(t *testing.T) {
 	cases := map[string]struct {
 		declaredOverReal time.Duration // of the completed runs in the history
+		waited           time.Duration // by head
 		wantReserved     bool
+		wantReason       string
 	}{
-		"declared runtimes came true: reserve":             {declaredOverReal: 1, wantReserved: true},
-		"declared runtimes 10× too long: backfill instead": {declaredOverReal: 10},
+		"declared runtimes came true: reserve": {declaredOverReal: 1, wantReserved: true},
+		"declared runtimes 10× too long: backfill instead": {declaredOverReal: 10,
+			wantReason: "others may use them until it has waited 24 h"},
+		// Starved, it is refused for the same guess: no hold is promised.
+		"past the starvation age, still a guess": {declaredOverReal: 10, waited: 25 * time.Hour,
+			wantReason: "even past the starvation age (24 h); it starts when its room is free"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -467,7 +479,7 @@ func TestWeakEstimatesDoNotHoldNodes(t *testing.T) {
 			w.run(busy, "r0-n-0")
 			head := build.Job("head").GPUs(8).Pods(2).Expected(time.Hour).Obj()
 			small := build.Job("small").GPUs(8).Expected(5 * time.Hour).Obj()
-			head.Submit, small.Submit = w.now, w.now.Add(time.Second)
+			head.Submit, small.Submit = w.now.Add(-tc.waited), w.now.Add(time.Second)
 			w.submit(head, small)
 			p := w.runCycle()
 			reserved := len(p.Reservations) == 1 && p.Reservations[0].Job == "head"
@@ -482,8 +494,8 @@ func TestWeakEstimatesDoNotHoldNodes(t *testing.T) {
 						msg = pe.Reason.Message
 					}
 				}
-				if !strings.Contains(msg, "no reservation yet") || !strings.Contains(msg, "a guess: confidence 10%") {
-					t.Errorf("head's reason %q: want it to say the start is a guess", msg)
+				if !strings.Contains(msg, "a guess: confidence 10%") || !strings.Contains(msg, tc.wantReason) {
+					t.Errorf("head's reason %q: want it to say the start is a guess and %q", msg, tc.wantReason)
 				}
 			}
 		})

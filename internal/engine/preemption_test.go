@@ -109,6 +109,16 @@ func TestPreemptionChoosesTheVictimsThatLoseLeastWork(t *testing.T) {
 			},
 			preemptor: build.Job("same").Pods(2).GPUs(8).Obj(),
 		},
+		"a higher priority in the way is named": {
+			victims: []victim{
+				{id: "top", nodes: two("r0-n-0", "r0-n-1"), ago: time.Hour, prio: 20},
+				{id: "low", nodes: two("r0-n-2", "r0-n-3"), ago: time.Hour},
+				{id: "low1", nodes: two("r1-n-0", "r1-n-1"), ago: time.Hour},
+				{id: "low2", nodes: two("r1-n-2", "r1-n-3"), ago: time.Hour},
+			},
+			preemptor: build.Job("hi").Pods(8).GPUs(8).Priority(10).Obj(),
+			wantWhy:   "would not fit even with all 3 eligible jobs evicted (left alone: 1 of priority at least its own or of queues it may not take from)",
+		},
 		"no eviction when the job would still not fit": {
 			// A 3-node gang that must stay in one rack: each rack has one
 			// free node, one preemptible and two that cannot move.
@@ -119,7 +129,7 @@ func TestPreemptionChoosesTheVictimsThatLoseLeastWork(t *testing.T) {
 				{id: "cheap1", nodes: []string{"r1-n-2"}, ago: time.Hour, sinceCkpt: time.Minute},
 			},
 			preemptor: build.Job("hi").Pods(3).GPUs(8).Priority(10).Required("rack").Obj(),
-			wantWhy:   "would not fit even with all 2 eligible jobs evicted",
+			wantWhy:   "would not fit even with all 2 eligible jobs evicted (left alone: 2 not preemptible or inside their minimum runtime)",
 		},
 		"an elastic gang gives back only its pods above the minimum": {
 			victims: []victim{

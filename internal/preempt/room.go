@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/corral-dev/corral/internal/cluster"
@@ -306,9 +307,16 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 	}
 	kindOf := map[side]Kind{}
 	spared := 0 // borrowers reclaim leaves alone for now (SparedFromReclaim)
+	var left leftAlone
 	waited := m.s.Now.Sub(pj.Job.Submit)
 	for i, rj := range m.running {
-		if m.l.Evicted(rj.Job.ID) || !m.evictable[i] {
+		if m.l.Evicted(rj.Job.ID) {
+			continue
+		}
+		if !m.evictable[i] {
+			if len(rj.Pods) > 0 {
+				left.protected++
+			}
 			continue
 		}
 		vleaf := ""
@@ -325,8 +333,18 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 			k = Eligible(me, charge, m.standing(rj.Job, vleaf))
 			kindOf[key] = k
 		}
-		if k == NotAllowed || (k == ByPriority && m.StartedStarved != nil && m.StartedStarved(rj)) ||
-			(k == ByPriority && m.onReserved(rj)) || (k == ByFairShare && m.cfg.Strategy == LeastLost && SparedFromFairShare(rj, m.s.Now)) {
+		switch {
+		case k == NotAllowed:
+			left.rules++
+			continue
+		case k == ByPriority && m.StartedStarved != nil && m.StartedStarved(rj):
+			left.starved++
+			continue
+		case k == ByPriority && m.onReserved(rj):
+			left.reserved++
+			continue
+		case k == ByFairShare && m.cfg.Strategy == LeastLost && SparedFromFairShare(rj, m.s.Now):
+			left.fairShare++
 			continue
 		}
 		if k.Reclaims() && m.cfg.Strategy == LeastLost &&
@@ -337,7 +355,11 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		units, kinds = m.units(i, units, kinds, k)
 	}
 	if len(units) == 0 {
-		return placement.Result{}, nil, m.sparedReason(pj, spared, "")
+		why := ""
+		if l := left.String(); l != "" {
+			why = "preemption: no running job may be evicted for it" + l
+		}
+		return placement.Result{}, nil, m.sparedReason(pj, spared, why)
 	}
 	strategy := m.cfg.Strategy
 	r := m.search(Problem{Gang: gang, Units: units, Strategy: strategy,
@@ -353,7 +375,7 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		}
 	}
 	if !r.Found {
-		why := "preemption: " + r.Why
+		why := "preemption: " + r.Why + left.String()
 		if r.Refused > 0 && me.Reclaim && !me.Strict && slices.Contains(kinds, ByReclaim) {
 			why += " (reclaimPolicy Strict would take a borrower below its own queue's guarantee)"
 		}
@@ -373,6 +395,35 @@ func (m *Room) preempt(pj cycle.PendingJob, leaf string, gang placement.Gang, ch
 		}
 		return cycle.CausePreempt
 	})
+}
+
+// leftAlone counts the running jobs a preemption left out of its search, by
+// why: when even all the others would not make room, the reason says
+// which rule stands in the way (a whole-cluster job waits for every one).
+type leftAlone struct {
+	protected int // not preemptible, or inside their minimum runtime
+	rules     int // the preemption rules allow none: priority, queue
+	starved   int // started only after starving (priority preemption)
+	reserved  int // on nodes reserved for another job (priority preemption)
+	fairShare int // fair-share reclaim spares those without a checkpoint
+}
+
+func (l leftAlone) String() string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, what))
+		}
+	}
+	add(l.rules, "of priority at least its own or of queues it may not take from")
+	add(l.protected, "not preemptible or inside their minimum runtime")
+	add(l.starved, "started only after waiting past the starvation age")
+	add(l.reserved, "on nodes reserved for other jobs")
+	add(l.fairShare, "without a reported checkpoint, spared by fair-share reclaim")
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (left alone: " + strings.Join(parts, ", ") + ")"
 }
 
 // onReserved reports whether a pod of rj sits on a node reserved against
