@@ -21,9 +21,21 @@ type Ending struct {
 	Known bool
 }
 
+// MaxLostPerWork bounds what a priority preemption may throw away: at
+// most this many times the work the preemptor is expected to do (its GPUs
+// × expected runtime). Waiting cost alone let a 24-minute 256-GPU job of
+// priority 100 evict three single-node jobs 70-134 hours into runs that
+// never checkpoint, 1,500 GPU-hours for 102 of work, and their reruns set
+// the makespan (queues workload (B), tuning seed 44). Chosen on the tuning
+// seeds from 1, 2, 4 and 8 (docs/preemption.md).
+const MaxLostPerWork = 2
+
 // Preemptor is the waiting job as the worth check sees it.
 type Preemptor struct {
 	GPUs float64
+	// Runtime is its expected runtime (declared, learned, else its max
+	// runtime); zero when nothing predicts it.
+	Runtime time.Duration
 	// Room is how long until room for it is expected to free without any
 	// eviction (backfill's earliest start, from every running job's
 	// expected end; with queues, only room held for it); RoomKnown is
@@ -44,7 +56,10 @@ type Preemptor struct {
 // before it ended after seven days without a checkpoint: 1,343 GPU-hours
 // thrown away to start a 2-minute job 6 minutes sooner, and the victim's
 // rerun added six days to the makespan (gen:llm seed 52, realistic
-// information). why says, when it is not worth it, what each side weighs.
+// information). Whatever the wait, the victims may not lose more than
+// MaxLostPerWork times the work the waiting job is expected to do, when
+// something predicts its runtime: a short job waits for long victims
+// instead. why says, when it is not worth it, what each side weighs.
 func WorthEvicting(p Preemptor, victims []Ending) (ok bool, why string) {
 	var cost float64
 	var last time.Duration
@@ -56,6 +71,10 @@ func WorthEvicting(p Preemptor, victims []Ending) (ok bool, why string) {
 			continue
 		}
 		last = max(last, v.Left)
+	}
+	if work := p.GPUs * p.Runtime.Seconds(); p.Runtime > 0 && cost > MaxLostPerWork*work {
+		return false, fmt.Sprintf("preemption not worth it: the victims would lose %.0f GPU-hours, more than %d× the %.0f GPU-hours it is expected to run",
+			cost/3600, MaxLostPerWork, work/3600)
 	}
 	wait, by := last, "the victims are expected to end within"
 	switch {
@@ -108,6 +127,9 @@ func (m *Room) worthEvicting(pj cycle.PendingJob, gang placement.Gang, units []U
 		ends = append(ends, Ending{Cost: cost, Left: left, Known: known})
 	}
 	p := Preemptor{GPUs: pj.Job.GPUs()}
+	if d, _, ok := cycle.Runtime(m.s.Runtimes, pj.Job); ok {
+		p.Runtime = d
+	}
 	if m.RoomFrees != nil {
 		p.Room, p.RoomKnown = m.RoomFrees(pj.Job, gang)
 	}

@@ -11,10 +11,29 @@ func TestWorthEvicting(t *testing.T) {
 	gpuH := func(x float64) float64 { return x * 3600 }
 	cases := map[string]struct {
 		gpus    float64
+		runtime time.Duration // the preemptor's expected runtime (0: nothing predicts it)
 		room    time.Duration // when room frees without evicting (0: nothing predicts it)
 		victims []Ending
 		want    bool
 	}{
+		"a short job may not throw away more than twice its work, however long it would wait": {
+			gpus: 256, runtime: 24 * time.Minute,
+			victims: []Ending{{Cost: gpuH(1070), Left: 34 * h, Known: true}, {Cost: gpuH(282), Left: 70 * h, Known: true}},
+		},
+		"nor when the victims' end is unknown": {
+			gpus: 256, runtime: 24 * time.Minute,
+			victims: []Ending{{Cost: gpuH(1070)}},
+		},
+		"at most twice its work: the wait decides": {
+			gpus: 256, runtime: 24 * time.Minute,
+			victims: []Ending{{Cost: gpuH(200), Left: 34 * h, Known: true}},
+			want:    true,
+		},
+		"a long job may": {
+			gpus: 256, runtime: 10 * h,
+			victims: []Ending{{Cost: gpuH(1070), Left: 34 * h, Known: true}, {Cost: gpuH(282), Left: 70 * h, Known: true}},
+			want:    true,
+		},
 		"a victim minutes from its end after a week without a checkpoint: wait": {
 			gpus:    1024,
 			victims: []Ending{{Cost: gpuH(8 * 167.9), Left: 6 * time.Minute, Known: true}},
@@ -87,7 +106,7 @@ func TestWorthEvicting(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p := Preemptor{GPUs: tc.gpus, Room: max(tc.room, 0), RoomKnown: tc.room != 0}
+			p := Preemptor{GPUs: tc.gpus, Runtime: tc.runtime, Room: max(tc.room, 0), RoomKnown: tc.room != 0}
 			got, why := WorthEvicting(p, tc.victims)
 			if got != tc.want {
 				t.Fatalf("WorthEvicting = %v (%q), want %v", got, why, tc.want)
