@@ -15,14 +15,28 @@ import (
 // eviction throws away far more work than the wait would cost (gen:llm
 // seed 52: 1,343 GPU-hours lost to start a whole-cluster job six minutes
 // sooner); it still evicts when the victim has long to go, or when nothing
-// predicts the victim's end.
+// predicts the victim's end, unless the preemptor is expected to run so
+// briefly that the victim would lose more than MaxLostPerWork times its work.
 func TestPriorityPreemptionMustBeWorthIt(t *testing.T) {
 	ran := 167*time.Hour + 54*time.Minute // no checkpoint: all of it is lost
 	cases := map[string]struct {
 		pastRuns  time.Duration // completed runs like the victim's (0: no history)
+		hiRuns    time.Duration // the preemptor's declared runtime (0: none)
 		wantEvict bool
 		wantWhy   string
 	}{
+		// The victim loses 1,343 GPU-hours; the preemptor's 16 GPUs would
+		// do 2.7 GPU-hours in ten minutes (MaxLostPerWork).
+		"ten more days to go, but the preemptor runs ten minutes: it waits": {
+			pastRuns: 408 * time.Hour, hiRuns: 10 * time.Minute,
+			wantWhy: "more than 2× the 3 GPU-hours it is expected to run",
+		},
+		"ten more days to go, and the preemptor runs a week: evicted": {
+			pastRuns: 408 * time.Hour, hiRuns: 168 * time.Hour, wantEvict: true,
+		},
+		"nothing predicts its end, the preemptor runs ten minutes: it waits": {
+			hiRuns: 10 * time.Minute, wantWhy: "preemption not worth it",
+		},
 		"history says it ends in six minutes: the preemptor waits": {
 			pastRuns: 168 * time.Hour, wantWhy: "preemption not worth it",
 		},
@@ -48,7 +62,7 @@ func TestPriorityPreemptionMustBeWorthIt(t *testing.T) {
 					hist.Observe(past, tc.pastRuns)
 				}
 			}
-			hi := build.Job("hi").Pods(2).GPUs(8).Priority(100).Obj()
+			hi := build.Job("hi").Pods(2).GPUs(8).Priority(100).Expected(tc.hiRuns).Obj()
 			hi.Submit = now
 			p := New(Config{Policy: Corral, CheckpointWait: -1}).Cycle(&Snapshot{State: s, Now: now,
 				Pending: pendingOf(hi), Running: running, Runtimes: hist})
