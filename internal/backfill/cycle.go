@@ -202,7 +202,13 @@ func (b *Cycle) SetQueues(q Queues) { b.queues = q }
 // would not hold. (A whole-cluster gang started after a four-day drain was
 // evicted within the hour for a one-GPU job.)
 func (b *Cycle) StartedStarved(rj cycle.RunningJob) bool {
-	return b.mode == EASY && b.cfg.StarveAfter > 0 && rj.Start.Sub(rj.Job.Submit) >= b.cfg.StarveAfter
+	return b.mode == EASY && b.pastStarvation(rj.Start.Sub(rj.Job.Submit))
+}
+
+// pastStarvation reports whether a wait reaches the starvation age (never
+// when it is turned off).
+func (b *Cycle) pastStarvation(waited time.Duration) bool {
+	return b.cfg.StarveAfter > 0 && waited >= b.cfg.StarveAfter
 }
 
 // Remaining is how long rj is expected to run on, from its estimate
@@ -422,7 +428,7 @@ func (b *Cycle) reserve(j *workload.Job, g placement.Gang, r cycle.Reason) cycle
 	case holdGuess:
 		// The cap stays spent: trying every blocked job's Earliest each
 		// cycle would cost a replay each.
-		if b.cfg.StarveAfter > 0 && s.Now.Sub(j.Submit) >= b.cfg.StarveAfter {
+		if b.pastStarvation(s.Now.Sub(j.Submit)) {
 			// ReserveStarved refused it for the same guess: promising a
 			// hold at the starvation age it has passed would mislead.
 			r.Message += fmt.Sprintf("; no reservation: its start (~%s%s) rests on estimates too weak to hold nodes for, even past the starvation age (%s); it starts when its room is free",

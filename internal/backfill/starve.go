@@ -32,7 +32,7 @@ func (b *Cycle) ReserveStarved(order []int) {
 	var starved []int
 	for _, i := range order {
 		pj := s.Pending[i]
-		if pj.Waiting == nil && s.Now.Sub(pj.Job.Submit) >= b.cfg.StarveAfter && !b.overLimit(pj) {
+		if pj.Waiting == nil && b.pastStarvation(s.Now.Sub(pj.Job.Submit)) && !b.overLimit(pj) {
 			starved = append(starved, i)
 		}
 	}
