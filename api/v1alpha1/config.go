@@ -61,10 +61,18 @@ func ParseConfig(data []byte) (*SchedulerConfiguration, error) {
 	if err := checkTypeMeta(raw); err != nil {
 		return nil, err
 	}
-	// metav1.Duration's own error does not say which field it came from:
-	// check every duration here, by path, before the typed decode.
-	for _, path := range durationPaths(reflect.TypeFor[SchedulerConfiguration](), "") {
+	// metav1.Duration's own error does not say which field it came from,
+	// nor does Decimal's: check every duration and the shape of every
+	// decimal here, by path, before the typed decode. (Validate checks a
+	// decimal's value, also by path.)
+	cfgType := reflect.TypeFor[SchedulerConfiguration]()
+	for _, path := range fieldPaths(cfgType, reflect.TypeFor[metav1.Duration](), "") {
 		if err := checkDuration(raw, path); err != nil {
+			return nil, err
+		}
+	}
+	for _, path := range fieldPaths(cfgType, reflect.TypeFor[Decimal](), "") {
+		if err := checkDecimal(raw, path); err != nil {
 			return nil, err
 		}
 	}
@@ -101,38 +109,64 @@ func fmtValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// durationPaths lists the JSON paths ("a.b") of every metav1.Duration field
-// of t, descending into struct fields.
-func durationPaths(t reflect.Type, prefix string) []string {
+// fieldPaths lists the JSON paths ("a.b") of every field of type want in
+// t, descending into struct fields.
+func fieldPaths(t, want reflect.Type, prefix string) []string {
 	var out []string
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" || name == "-" {
-			continue // inline TypeMeta: no durations there
+			continue // inline TypeMeta: no settings there
 		}
 		path := prefix + name
 		switch {
-		case f.Type == reflect.TypeFor[metav1.Duration]():
+		case f.Type == want:
 			out = append(out, path)
 		case f.Type.Kind() == reflect.Struct:
-			out = append(out, durationPaths(f.Type, path+".")...)
+			out = append(out, fieldPaths(f.Type, want, path+".")...)
 		}
 	}
 	return out
 }
 
+// valueAt is the value at path in the decoded document; ok is false when
+// it is absent or a parent is not a mapping (the typed decode reports the
+// wrong shape).
+func valueAt(raw map[string]any, path string) (v any, ok bool) {
+	v = raw
+	for _, k := range strings.Split(path, ".") {
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		if v, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// checkDecimal checks the value at path in the decoded document, if any, is
+// a string or a number, what Decimal decodes; whether a string is a number
+// is Validate's to say.
+func checkDecimal(raw map[string]any, path string) error {
+	v, ok := valueAt(raw, path)
+	if !ok || v == nil {
+		return nil
+	}
+	switch v.(type) {
+	case string, float64:
+		return nil
+	}
+	return fmt.Errorf("%s: %w, got %s", path, errDecimal, jsonText(v))
+}
+
 // checkDuration checks the value at path in the decoded document, if any, is
 // a Go duration string.
 func checkDuration(raw map[string]any, path string) error {
-	var v any = raw
-	for _, k := range strings.Split(path, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil // the typed decode reports the wrong shape
-		}
-		if v, ok = m[k]; !ok {
-			return nil
-		}
+	v, ok := valueAt(raw, path)
+	if !ok {
+		return nil
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -235,6 +269,9 @@ func (c *SchedulerConfiguration) Validate() error {
 	}
 	if g := c.Preemption.ReclaimGrace.Duration; g < 0 {
 		errs = append(errs, field.Invalid(field.NewPath("preemption", "reclaimGrace"), g.String(), "must not be negative"))
+	}
+	if _, err := c.Preemption.MaxLostPerWork.Float(); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("preemption", "maxLostPerWork"), string(c.Preemption.MaxLostPerWork), err.Error()))
 	}
 	names := map[string]bool{}
 	for i, pl := range c.Pools {

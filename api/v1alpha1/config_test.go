@@ -98,6 +98,7 @@ preemption:
   checkpointWait: 5m
   reclaimMaxLost: 2h
   reclaimGrace: 12h
+  maxLostPerWork: 2.5
 pools:
 - name: prefill
   class: prefill
@@ -131,7 +132,8 @@ runtimeHistory: ops/gpu-batch-runtimes
 		Spares:              []SpareConfig{{Level: "rack", GPUs: 8}, {Level: "cluster", GPUs: 16, Queue: "team-a"}},
 		Backfill:            BackfillSettings{MaxReservations: -1, StarveAfter: metav1.Duration{Duration: 12 * time.Hour}, OnMaxRuntime: "Requeue"},
 		Preemption: PreemptionSettings{CheckpointWait: metav1.Duration{Duration: 5 * time.Minute},
-			ReclaimMaxLost: metav1.Duration{Duration: 2 * time.Hour}, ReclaimGrace: metav1.Duration{Duration: 12 * time.Hour}},
+			ReclaimMaxLost: metav1.Duration{Duration: 2 * time.Hour}, ReclaimGrace: metav1.Duration{Duration: 12 * time.Hour},
+			MaxLostPerWork: "2.5"},
 		Pools: []PoolConfig{{Name: "prefill", Class: "prefill", NodeLabels: map[string]string{"pool": "prefill"}, Others: "Preemptible"},
 			{Name: "spare-h100", Class: "serving", GPUs: 64, Model: "H100"}},
 		RuntimeHistory: "ops/gpu-batch-runtimes",
@@ -162,6 +164,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		"bad max-runtime action":   {body: "backfill:\n  onMaxRuntime: Kill\n", want: []string{"backfill.onMaxRuntime: Unsupported value"}},
 		"bad starvation age":       {body: "backfill:\n  starveAfter: a day\n", want: []string{"backfill.starveAfter:", "a day"}},
 		"negative reclaim grace":   {body: "preemption:\n  reclaimGrace: -1h\n", want: []string{"preemption.reclaimGrace: Invalid value", "must not be negative"}},
+		"bad lost-work factor":     {body: "preemption:\n  maxLostPerWork: twice\n", want: []string{"preemption.maxLostPerWork: Invalid value", `"twice"`, `want a decimal number such as 2 or "2.5"`}},
+		"lost-work factor NaN":     {body: "preemption:\n  maxLostPerWork: \"NaN\"\n", want: []string{"preemption.maxLostPerWork: Invalid value", "want a decimal number"}},
+		"lost-work factor a list":  {body: "preemption:\n  maxLostPerWork: [2]\n", want: []string{"preemption.maxLostPerWork", "want a decimal number", "got [2]"}},
 		"pool without nodes":       {body: "pools:\n- name: p\n  class: c\n", want: []string{"pools[0].nodeLabels: Required value"}},
 		"pool without class":       {body: "pools:\n- name: p\n  gpus: 8\n", want: []string{"pools[0].class: Required value"}},
 		"duplicate pool":           {body: "pools:\n- {name: p, class: c, gpus: 8}\n- {name: p, class: d, gpus: 8}\n", want: []string{"pools[1].name: Duplicate value"}},
@@ -281,10 +286,75 @@ func TestDefaultedConfigIsValid(t *testing.T) {
 // Every duration field must be checked by path before the typed decode, or
 // a bad value would be reported without its field name.
 func TestDurationPathsCoverEveryDuration(t *testing.T) {
-	got := durationPaths(reflect.TypeFor[SchedulerConfiguration](), "")
+	got := fieldPaths(reflect.TypeFor[SchedulerConfiguration](), reflect.TypeFor[metav1.Duration](), "")
 	want := []string{"leaderElection.leaseDuration", "leaderElection.renewDeadline", "leaderElection.retryPeriod", "cycleInterval", "backfill.starveAfter",
 		"preemption.checkpointWait", "preemption.reclaimMaxLost", "preemption.reclaimGrace"}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("durationPaths (-want +got):\n%s", diff)
+		t.Errorf("fieldPaths (-want +got):\n%s", diff)
+	}
+}
+
+// Likewise every decimal, whose decode error names no field either.
+func TestDecimalPathsCoverEveryDecimal(t *testing.T) {
+	got := fieldPaths(reflect.TypeFor[SchedulerConfiguration](), reflect.TypeFor[Decimal](), "")
+	if diff := cmp.Diff([]string{"preemption.maxLostPerWork"}, got); diff != "" {
+		t.Errorf("fieldPaths (-want +got):\n%s", diff)
+	}
+}
+
+// TestMaxLostPerWork: the preemption bound on lost work is a decimal the
+// file may quote or not (Helm renders a values file's 2.5 bare); unset
+// keeps the engine's default, negative turns the bound off, and anything
+// but a plain finite decimal is an error naming the field.
+func TestMaxLostPerWork(t *testing.T) {
+	const bad = `preemption.maxLostPerWork: Invalid value`
+	for name, tc := range map[string]struct {
+		yaml    string // the value as written after "maxLostPerWork: "; "" leaves the field out
+		want    float64
+		wantErr string // a part of the error; "" for none
+	}{
+		"unset: the default":      {want: 0},
+		"bare integer":            {yaml: "2", want: 2},
+		"bare fraction":           {yaml: "2.5", want: 2.5},
+		"quoted fraction":         {yaml: `"1.5"`, want: 1.5},
+		"zero: the default":       {yaml: "0", want: 0},
+		"quoted empty: unset":     {yaml: `""`, want: 0},
+		"null: unset":             {yaml: "null", want: 0},
+		"negative: no bound":      {yaml: "-1", want: -1},
+		"exponent":                {yaml: "1e1", want: 10},
+		"a word":                  {yaml: "twice", wantErr: bad},
+		"a percentage":            {yaml: `"250%"`, wantErr: bad},
+		"infinity as a string":    {yaml: `"Inf"`, wantErr: bad},
+		"not a number":            {yaml: `"NaN"`, wantErr: bad},
+		"hexadecimal":             {yaml: `"0x2p0"`, wantErr: bad},
+		"digits with underscores": {yaml: `"1_0"`, wantErr: bad},
+		"out of range":            {yaml: `"1e999"`, wantErr: bad},
+		"two signs":               {yaml: `"--2"`, wantErr: bad},
+		"a boolean":               {yaml: "true", wantErr: `preemption.maxLostPerWork: want a decimal number such as 2 or "2.5", got true`},
+		"a mapping":               {yaml: "{x: 2}", wantErr: `preemption.maxLostPerWork: want a decimal number such as 2 or "2.5", got {"x":2}`},
+		// YAML's own infinity cannot become JSON: an error, as for any
+		// number field, though it cannot name the field.
+		"YAML infinity": {yaml: ".inf", wantErr: "unsupported value"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := header + "preemption:\n  checkpointWait: 5m\n"
+			if tc.yaml != "" {
+				body += "  maxLostPerWork: " + tc.yaml + "\n"
+			}
+			c, err := ParseConfig([]byte(body))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseConfig error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Preemption.MaxLostPerWork.Float()
+			if err != nil || got != tc.want {
+				t.Errorf("maxLostPerWork %q = %v, %v; want %v", c.Preemption.MaxLostPerWork, got, err, tc.want)
+			}
+		})
 	}
 }

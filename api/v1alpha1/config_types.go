@@ -143,7 +143,20 @@ type PreemptionSettings struct {
 	ReclaimMaxLost metav1.Duration `json:"reclaimMaxLost,omitempty"`
 	// ReclaimGrace bounds that: past it the borrower is taken. Default: 24h.
 	ReclaimGrace metav1.Duration `json:"reclaimGrace,omitempty"`
+	// MaxLostPerWork bounds what a priority preemption may throw away: at
+	// most this many times the work the preemptor is expected to do (its
+	// GPUs × expected runtime), e.g. 2 or "2.5". Default: 2 (unset or 0);
+	// negative: no bound, only the wait the eviction saves decides.
+	MaxLostPerWork Decimal `json:"maxLostPerWork,omitempty"`
 }
+
+// Decimal is a decimal number kept as its text, e.g. "2.5". Configuration
+// types hold no floats (Kubernetes API conventions: a float does not
+// round-trip exactly through JSON and YAML), and a factor reads better as
+// 2.5 than as an integer percentage (250) beside a flag that takes 2.5.
+// The file may quote it or not: YAML's bare 2.5, which Helm renders from
+// a values file, decodes like "2.5". Float parses and checks it.
+type Decimal string
 
 // PoolConfig is capacity held for one class of jobs (corral.dev/class).
 type PoolConfig struct {

@@ -46,6 +46,8 @@ func TestSchedulerFlagsCheckedFirst(t *testing.T) {
 		{[]string{"--leader-elect-namespace", "Corral"}, "--leader-elect-namespace Corral: a lowercase RFC 1123 label"},
 		{[]string{"--reservations-per-queue", "-1"}, "--reservations-per-queue -1: must not be negative"},
 		{[]string{"--reclaim-grace", "-1h"}, "--reclaim-grace -1h0m0s: must not be negative"},
+		{[]string{"--max-lost-per-work", "NaN"}, `--max-lost-per-work NaN: want a decimal number such as 2 or "2.5"`},
+		{[]string{"--max-lost-per-work", "Inf"}, `--max-lost-per-work +Inf: want a decimal number such as 2 or "2.5"`},
 		{[]string{"--on-max-runtime", "Kill"}, `--on-max-runtime "Kill": want Terminate or Requeue`},
 		{[]string{"--kube-api-qps", "-1"}, "--kube-api-qps -1: must be positive"},
 		{[]string{"--kube-api-burst", "0"}, "--kube-api-burst 0: must be at least 1"},
@@ -161,19 +163,21 @@ func TestBenchFlagsCheckedFirst(t *testing.T) {
 // section reaches the adapter's options, and a flag given beside it wins.
 func TestPreemptionSettingsReachTheEngine(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
-	body := "apiVersion: corral.dev/v1alpha1\nkind: SchedulerConfiguration\npreemption:\n  checkpointWait: 5m\n  reclaimMaxLost: 2h\n  reclaimGrace: 12h\n"
+	body := "apiVersion: corral.dev/v1alpha1\nkind: SchedulerConfiguration\npreemption:\n  checkpointWait: 5m\n  reclaimMaxLost: 2h\n  reclaimGrace: 12h\n  maxLostPerWork: 2.5\n"
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
-		flags     map[string]bool
-		wantGrace time.Duration
+		flags       map[string]bool
+		wantGrace   time.Duration
+		wantMaxLost float64
 	}{
-		"from the file":         {wantGrace: 12 * time.Hour},
-		"a flag beside it wins": {flags: map[string]bool{"reclaim-grace": true}, wantGrace: 3 * time.Hour},
+		"from the file":           {wantGrace: 12 * time.Hour, wantMaxLost: 2.5},
+		"a flag beside it wins":   {flags: map[string]bool{"reclaim-grace": true}, wantGrace: 3 * time.Hour, wantMaxLost: 2.5},
+		"the lost-work flag wins": {flags: map[string]bool{"max-lost-per-work": true}, wantGrace: 12 * time.Hour, wantMaxLost: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			o := schedulerOptions{config: path, reclaimGrace: 3 * time.Hour}
+			o := schedulerOptions{config: path, reclaimGrace: 3 * time.Hour, maxLostPerWork: -1}
 			if err := applyConfigFile(&o, func(f string) bool { return tc.flags[f] }); err != nil {
 				t.Fatal(err)
 			}
@@ -184,6 +188,9 @@ func TestPreemptionSettingsReachTheEngine(t *testing.T) {
 			if opts.CheckpointWait != 5*time.Minute || opts.ReclaimMaxLost != 2*time.Hour || opts.ReclaimGrace != tc.wantGrace {
 				t.Errorf("options: checkpoint wait %v, reclaim max lost %v, grace %v; want 5m, 2h, %v",
 					opts.CheckpointWait, opts.ReclaimMaxLost, opts.ReclaimGrace, tc.wantGrace)
+			}
+			if opts.MaxLostPerWork != tc.wantMaxLost {
+				t.Errorf("options: max lost per work %v, want %v", opts.MaxLostPerWork, tc.wantMaxLost)
 			}
 		})
 	}

@@ -58,6 +58,7 @@ type schedulerOptions struct {
 	onMaxRuntime                       string
 	// Preemption settings, as corral sim names them.
 	checkpointWait, reclaimMaxLost, reclaimGrace time.Duration
+	maxLostPerWork                               float64
 	pools                                        []v1alpha1.PoolConfig
 	logLevel                                     string
 	qps                                          float32
@@ -108,6 +109,7 @@ active.`,
 	f.DurationVar(&o.checkpointWait, "checkpoint-wait", 0, "longest wait for preemption victims' next checkpoint (0: 20m; negative: never wait)")
 	f.DurationVar(&o.reclaimMaxLost, "reclaim-max-lost", 0, "reclaim spares a borrower that would lose more progress than this since its last checkpoint, for --reclaim-grace (0: 6h; negative: spare none)")
 	f.DurationVar(&o.reclaimGrace, "reclaim-grace", 0, "how long after a job's submission reclaim spares such borrowers for it (0: 24h)")
+	f.Float64Var(&o.maxLostPerWork, "max-lost-per-work", 0, "a priority preemption may throw away at most this many times the preemptor's expected work, its GPUs × expected runtime (0: 2; negative: no bound)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate (default) or Requeue a job past its max runtime")
 	f.StringVar(&o.spares, "spares", "", `GPUs held back for replacing failed ranks, e.g. "rack=8" or "rack=8,cluster=16@team-a" (docs/health.md#spares)`)
 	f.StringVar(&o.runtimeHistory, "runtime-history", v1alpha1.DefaultRuntimeHistory,
@@ -129,6 +131,10 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	if err != nil {
 		return err
 	}
+	maxLostPerWork, err := c.Preemption.MaxLostPerWork.Float()
+	if err != nil { // LoadConfig validated it: only a bug gets here
+		return fmt.Errorf("preemption.maxLostPerWork: %w", err)
+	}
 	set := func(flag string, apply func()) {
 		if !changed(flag) {
 			apply()
@@ -146,6 +152,7 @@ func applyConfigFile(o *schedulerOptions, changed func(string) bool) error {
 	set("checkpoint-wait", func() { o.checkpointWait = c.Preemption.CheckpointWait.Duration })
 	set("reclaim-max-lost", func() { o.reclaimMaxLost = c.Preemption.ReclaimMaxLost.Duration })
 	set("reclaim-grace", func() { o.reclaimGrace = c.Preemption.ReclaimGrace.Duration })
+	set("max-lost-per-work", func() { o.maxLostPerWork = maxLostPerWork })
 	set("runtime-history", func() { o.runtimeHistory = c.RuntimeHistory })
 	o.pools = c.Pools
 	set("topology", func() { o.topology = c.TopologyName })
@@ -315,6 +322,6 @@ func (o schedulerOptions) adapterOptions() (kube.Options, error) {
 		Backfill: engine.BackfillConfig{MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 			StarveAfter: o.starveAfter, OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime)},
 		CheckpointWait: o.checkpointWait, ReclaimMaxLost: o.reclaimMaxLost, ReclaimGrace: o.reclaimGrace,
-		Pools: pools, RuntimeHistory: history,
+		MaxLostPerWork: o.maxLostPerWork, Pools: pools, RuntimeHistory: history,
 	}, nil
 }

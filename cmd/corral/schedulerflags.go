@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,7 @@ var flagOfField = map[string]string{
 	"backfill.onMaxRuntime":            "on-max-runtime",
 	"backfill.maxReservationsPerQueue": "reservations-per-queue",
 	"preemption.reclaimGrace":          "reclaim-grace",
+	"preemption.maxLostPerWork":        "max-lost-per-work",
 }
 
 // validate checks the flags (after the configuration file filled those not
@@ -102,6 +104,8 @@ func (o schedulerOptions) configuration() v1alpha1.SchedulerConfiguration {
 	c.APIVersion, c.Kind = v1alpha1.GroupVersion.String(), v1alpha1.SchedulerConfigurationKind
 	c.Backfill.MaxReservationsPerQueue = o.reservationsPerQueue
 	c.Preemption.ReclaimGrace = metav1.Duration{Duration: o.reclaimGrace}
+	// The flag parses any float; the file's rules turn away NaN and Inf.
+	c.Preemption.MaxLostPerWork = v1alpha1.Decimal(strconv.FormatFloat(o.maxLostPerWork, 'g', -1, 64))
 	return c
 }
 

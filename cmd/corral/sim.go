@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -44,6 +45,7 @@ type simOptions struct {
 	checkpointWait                     time.Duration
 	reclaimMaxLost                     time.Duration
 	reclaimGrace                       time.Duration
+	maxLostPerWork                     float64
 	onMaxRuntime                       string
 	starveAfter                        time.Duration
 	reserveConfidence                  float64
@@ -113,6 +115,7 @@ Protocols: fgd (resample to 130% of GPU capacity, place one by one, no departure
 	f.DurationVar(&o.checkpointWait, "checkpoint-wait", 0, "corral: longest wait for preemption victims' next checkpoint (0: the engine default, negative: never wait)")
 	f.DurationVar(&o.reclaimMaxLost, "reclaim-max-lost", 0, "corral: reclaim spares a borrower that would lose more progress than this since its last checkpoint, for --reclaim-grace (0: the engine default, 6h; negative: spare none)")
 	f.DurationVar(&o.reclaimGrace, "reclaim-grace", 0, "corral: how long after a job's submission reclaim spares such borrowers for it (0: the engine default, 24h)")
+	f.Float64Var(&o.maxLostPerWork, "max-lost-per-work", 0, "corral: a priority preemption may throw away at most this many times the preemptor's expected work, its GPUs × expected runtime (0: the engine default, 2; negative: no bound)")
 	f.IntVar(&o.reservations, "reservations", 0, "corral: blocked jobs given a reservation per cycle (0: the engine default)")
 	f.IntVar(&o.reservationsPerQueue, "reservations-per-queue", 0, "corral: reservations per queue per cycle (0: the engine default)")
 	f.StringVar(&o.onMaxRuntime, "on-max-runtime", "", "Terminate or Requeue a job past its max runtime (default Terminate)")
@@ -226,6 +229,9 @@ func planSim(o simOptions) (*simPlan, error) {
 	}
 	if o.reclaimGrace < 0 {
 		return nil, fmt.Errorf("--reclaim-grace %v: must not be negative", o.reclaimGrace)
+	}
+	if math.IsNaN(o.maxLostPerWork) || math.IsInf(o.maxLostPerWork, 0) {
+		return nil, fmt.Errorf("--max-lost-per-work %g: want a finite number (negative: no bound)", o.maxLostPerWork)
 	}
 	if o.reserveConfidence > 1 {
 		return nil, fmt.Errorf("--reserve-confidence %g: want at most 1 (a confidence), or negative to always reserve", o.reserveConfidence)
@@ -380,7 +386,8 @@ func runSim(stdout, stderr io.Writer, o simOptions, command string) error {
 			cfg := sim.Config{Policy: pol, Protocol: p.protocol, Seed: seed, Backfill: engine.BackfillConfig{
 				MaxReservations: o.reservations, MaxReservationsPerQueue: o.reservationsPerQueue,
 				OnMaxRuntime: engine.MaxRuntimeAction(o.onMaxRuntime), StarveAfter: o.starveAfter, ReserveConfidence: o.reserveConfidence},
-				CheckpointWait: o.checkpointWait, ReclaimMaxLost: o.reclaimMaxLost, ReclaimGrace: o.reclaimGrace, Failures: p.failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
+				CheckpointWait: o.checkpointWait, ReclaimMaxLost: o.reclaimMaxLost, ReclaimGrace: o.reclaimGrace,
+				MaxLostPerWork: o.maxLostPerWork, Failures: p.failures, Rendezvous: o.rendezvous, MIGReconfigure: o.migReconfigure}
 			cfg.Progress = bar.start(fmt.Sprintf("%s, seed %d", pol, seed))
 			res, rej, err := sim.Run(in, cfg)
 			bar.runDone()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,8 @@ func TestSimFlagsCheckedFirst(t *testing.T) {
 		"negative reservation": {func(o *simOptions) { o.reservations = -2 }, `--reservations -2`},
 		"max runtime action":   {func(o *simOptions) { o.onMaxRuntime = "Kill" }, `want Terminate or Requeue`},
 		"negative grace":       {func(o *simOptions) { o.reclaimGrace = -time.Hour }, `--reclaim-grace -1h0m0s: must not be negative`},
+		"lost-work factor NaN": {func(o *simOptions) { o.maxLostPerWork = math.NaN() }, `--max-lost-per-work NaN: want a finite number`},
+		"lost-work factor Inf": {func(o *simOptions) { o.maxLostPerWork = math.Inf(1) }, `--max-lost-per-work +Inf: want a finite number`},
 		"bad protocol":         {func(o *simOptions) { o.protocol = "fast" }, `--protocol`},
 		"queues on fgd":        {func(o *simOptions) { o.protocol, o.queues = "fgd", "teams" }, `--queues needs the replay protocol`},
 		"missing trace":        {func(o *simOptions) { o.trace = filepath.Join(dir, "none.csv") }, `none.csv`},

@@ -159,6 +159,12 @@ type Config struct {
 	// ReclaimMaxLost spares nobody.
 	ReclaimMaxLost time.Duration
 	ReclaimGrace   time.Duration
+	// MaxLostPerWork bounds what a priority preemption may throw away: at
+	// most this many times the work the preemptor is expected to do, its
+	// GPUs × expected runtime (preempt.WorthEvicting). Zero means
+	// DefaultMaxLostPerWork; a negative value sets no bound, as before the
+	// bound existed, so that only the wait the eviction saves decides.
+	MaxLostPerWork float64
 	// Backfill tunes reservations and runtime limits.
 	Backfill BackfillConfig
 }
@@ -196,7 +202,7 @@ func New(cfg Config) *Engine {
 	v.preempts = v.gangs && cfg.Preemption != PreemptOff
 	v.preempt = preempt.Config{Strategy: preempt.LeastLost, Budget: cfg.PreemptBudget,
 		Consolidate: cfg.Consolidate, CheckpointWait: cfg.CheckpointWait,
-		ReclaimMaxLost: cfg.ReclaimMaxLost, ReclaimGrace: cfg.ReclaimGrace}
+		ReclaimMaxLost: cfg.ReclaimMaxLost, ReclaimGrace: cfg.ReclaimGrace, MaxLostPerWork: cfg.MaxLostPerWork}
 	if cfg.Preemption == PreemptNewest {
 		v.preempt.Strategy = preempt.LowestPriorityNewest
 	}

@@ -35,6 +35,9 @@ const (
 	// reclaim throws away (Config.ReclaimMaxLost, Config.ReclaimGrace).
 	DefaultReclaimMaxLost = preempt.DefaultReclaimMaxLost
 	DefaultReclaimGrace   = preempt.DefaultReclaimGrace
+	// DefaultMaxLostPerWork bounds what a priority preemption throws away,
+	// as a multiple of the preemptor's expected work (Config.MaxLostPerWork).
+	DefaultMaxLostPerWork = preempt.DefaultMaxLostPerWork
 )
 
 // newRoom sets up the cycle's preemption (internal/preempt) on the

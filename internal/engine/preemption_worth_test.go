@@ -16,23 +16,36 @@ import (
 // seed 52: 1,343 GPU-hours lost to start a whole-cluster job six minutes
 // sooner); it still evicts when the victim has long to go, or when nothing
 // predicts the victim's end, unless the preemptor is expected to run so
-// briefly that the victim would lose more than MaxLostPerWork times its work.
+// briefly that the victim would lose more than Config.MaxLostPerWork
+// (default 2) times its work; the operator may change that factor or turn
+// the bound off.
 func TestPriorityPreemptionMustBeWorthIt(t *testing.T) {
 	ran := 167*time.Hour + 54*time.Minute // no checkpoint: all of it is lost
 	cases := map[string]struct {
-		pastRuns  time.Duration // completed runs like the victim's (0: no history)
-		hiRuns    time.Duration // the preemptor's declared runtime (0: none)
-		wantEvict bool
-		wantWhy   string
+		pastRuns       time.Duration // completed runs like the victim's (0: no history)
+		hiRuns         time.Duration // the preemptor's declared runtime (0: none)
+		maxLostPerWork float64       // Config.MaxLostPerWork (0: the default)
+		wantEvict      bool
+		wantWhy        string
 	}{
 		// The victim loses 1,343 GPU-hours; the preemptor's 16 GPUs would
-		// do 2.7 GPU-hours in ten minutes (MaxLostPerWork).
+		// do 2.7 GPU-hours in ten minutes (DefaultMaxLostPerWork).
 		"ten more days to go, but the preemptor runs ten minutes: it waits": {
 			pastRuns: 408 * time.Hour, hiRuns: 10 * time.Minute,
 			wantWhy: "more than 2× the 3 GPU-hours it is expected to run",
 		},
+		"the same with the bound off: the ten days' wait decides, evicted": {
+			pastRuns: 408 * time.Hour, hiRuns: 10 * time.Minute, maxLostPerWork: -1, wantEvict: true,
+		},
+		"the same with a bound of 1,000×: evicted": {
+			pastRuns: 408 * time.Hour, hiRuns: 10 * time.Minute, maxLostPerWork: 1000, wantEvict: true,
+		},
 		"ten more days to go, and the preemptor runs a week: evicted": {
 			pastRuns: 408 * time.Hour, hiRuns: 168 * time.Hour, wantEvict: true,
+		},
+		"the same with a bound of 0.25× its 2,688 GPU-hours: it waits": {
+			pastRuns: 408 * time.Hour, hiRuns: 168 * time.Hour, maxLostPerWork: 0.25,
+			wantWhy: "more than 0.25× the 2688 GPU-hours it is expected to run",
 		},
 		"nothing predicts its end, the preemptor runs ten minutes: it waits": {
 			hiRuns: 10 * time.Minute, wantWhy: "preemption not worth it",
@@ -64,7 +77,7 @@ func TestPriorityPreemptionMustBeWorthIt(t *testing.T) {
 			}
 			hi := build.Job("hi").Pods(2).GPUs(8).Priority(100).Expected(tc.hiRuns).Obj()
 			hi.Submit = now
-			p := New(Config{Policy: Corral, CheckpointWait: -1}).Cycle(&Snapshot{State: s, Now: now,
+			p := New(Config{Policy: Corral, CheckpointWait: -1, MaxLostPerWork: tc.maxLostPerWork}).Cycle(&Snapshot{State: s, Now: now,
 				Pending: pendingOf(hi), Running: running, Runtimes: hist})
 			if got := len(evicted(p)) == 1; got != tc.wantEvict {
 				t.Fatalf("evicted %v, want eviction %v; reason %q", evicted(p), tc.wantEvict, reasonOf(p, "hi").Message)

@@ -48,7 +48,11 @@ type Options struct {
 	// CheckpointWait, ReclaimMaxLost and ReclaimGrace tune preemption
 	// (engine.Config's fields of the same names; zero: the defaults).
 	CheckpointWait, ReclaimMaxLost, ReclaimGrace time.Duration
-	Pools                                        []cycle.Pool
+	// MaxLostPerWork bounds what a priority preemption throws away, as a
+	// multiple of the preemptor's expected work (engine.Config's field;
+	// zero: the default, negative: no bound).
+	MaxLostPerWork float64
+	Pools          []cycle.Pool
 	// Fence, shared with RunElected, lets the scheduler write only while
 	// its Lease is provably held (fence.go); nil without leader election.
 	Fence *Fence
@@ -134,7 +138,8 @@ func New(client kubernetes.Interface, dyn dynamic.Interface, opts Options) (*Sch
 		return nil, err
 	}
 	s := &Scheduler{opts: opts, client: client, cache: c, engine: engine.New(engine.Config{Policy: engine.Corral, Backfill: opts.Backfill,
-		CheckpointWait: opts.CheckpointWait, ReclaimMaxLost: opts.ReclaimMaxLost, ReclaimGrace: opts.ReclaimGrace}),
+		CheckpointWait: opts.CheckpointWait, ReclaimMaxLost: opts.ReclaimMaxLost, ReclaimGrace: opts.ReclaimGrace,
+		MaxLostPerWork: opts.MaxLostPerWork}),
 		log: opts.Logger, metrics: newMetrics(opts.Registry, opts.Clock()), health: newHealthState(opts.Registry)}
 	s.runtimes.store = historyStore{ref: opts.RuntimeHistory}
 	s.runtimes.loaded = !s.runtimes.store.enabled()

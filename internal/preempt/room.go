@@ -33,6 +33,11 @@ type Config struct {
 	// DefaultReclaimGrace; a negative ReclaimMaxLost spares nobody.
 	ReclaimMaxLost time.Duration
 	ReclaimGrace   time.Duration
+	// MaxLostPerWork bounds what a priority preemption may throw away, as
+	// a multiple of the work the preemptor is expected to do
+	// (WorthEvicting): zero means DefaultMaxLostPerWork; a negative value
+	// sets no bound, so that only the wait the eviction saves decides.
+	MaxLostPerWork float64
 }
 
 // DefaultBudget is the placements a cycle may try while searching for
@@ -158,6 +163,9 @@ func NewRoom(cfg Config, l Ledger, scorer placement.Scorer, devices placement.De
 	}
 	if cfg.ReclaimGrace == 0 {
 		cfg.ReclaimGrace = DefaultReclaimGrace
+	}
+	if cfg.MaxLostPerWork == 0 {
+		cfg.MaxLostPerWork = DefaultMaxLostPerWork
 	}
 	m := &Room{cfg: cfg, l: l, s: s, view: l.View(), placer: l.Placer(), scorer: scorer, devices: devices, qs: qs,
 		running: running, budget: budget, stats: l.Stats(), minPrio: math.MaxInt32,

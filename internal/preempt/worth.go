@@ -21,14 +21,15 @@ type Ending struct {
 	Known bool
 }
 
-// MaxLostPerWork bounds what a priority preemption may throw away: at
-// most this many times the work the preemptor is expected to do (its GPUs
-// × expected runtime). Waiting cost alone let a 24-minute 256-GPU job of
-// priority 100 evict three single-node jobs 70-134 hours into runs that
-// never checkpoint, 1,500 GPU-hours for 102 of work, and their reruns set
-// the makespan (queues workload (B), tuning seed 44). Chosen on the tuning
-// seeds from 1, 2, 4 and 8 (docs/preemption.md).
-const MaxLostPerWork = 2
+// DefaultMaxLostPerWork bounds what a priority preemption may throw away
+// (Config.MaxLostPerWork): at most this many times the work the preemptor
+// is expected to do (its GPUs × expected runtime). Waiting cost alone let
+// a 24-minute 256-GPU job of priority 100 evict three single-node jobs
+// 70-134 hours into runs that never checkpoint, 1,500 GPU-hours for 102
+// of work, and their reruns set the makespan (queues workload (B), tuning
+// seed 44). Chosen on the tuning seeds from 1, 2, 4 and 8
+// (docs/preemption.md).
+const DefaultMaxLostPerWork = 2.0
 
 // Preemptor is the waiting job as the worth check sees it.
 type Preemptor struct {
@@ -57,10 +58,12 @@ type Preemptor struct {
 // thrown away to start a 2-minute job 6 minutes sooner, and the victim's
 // rerun added six days to the makespan (gen:llm seed 52, realistic
 // information). Whatever the wait, the victims may not lose more than
-// MaxLostPerWork times the work the waiting job is expected to do, when
+// maxLostPerWork times the work the waiting job is expected to do, when
 // something predicts its runtime: a short job waits for long victims
-// instead. why says, when it is not worth it, what each side weighs.
-func WorthEvicting(p Preemptor, victims []Ending) (ok bool, why string) {
+// instead. A maxLostPerWork that is not positive sets no such bound (the
+// wait alone decides). why says, when it is not worth it, what each side
+// weighs.
+func WorthEvicting(p Preemptor, victims []Ending, maxLostPerWork float64) (ok bool, why string) {
 	var cost float64
 	var last time.Duration
 	known := true
@@ -72,9 +75,9 @@ func WorthEvicting(p Preemptor, victims []Ending) (ok bool, why string) {
 		}
 		last = max(last, v.Left)
 	}
-	if work := p.GPUs * p.Runtime.Seconds(); p.Runtime > 0 && cost > MaxLostPerWork*work {
-		return false, fmt.Sprintf("preemption not worth it: the victims would lose %.0f GPU-hours, more than %d× the %.0f GPU-hours it is expected to run",
-			cost/3600, MaxLostPerWork, work/3600)
+	if work := p.GPUs * p.Runtime.Seconds(); maxLostPerWork > 0 && p.Runtime > 0 && cost > maxLostPerWork*work {
+		return false, fmt.Sprintf("preemption not worth it: the victims would lose %.0f GPU-hours, more than %g× the %.0f GPU-hours it is expected to run",
+			cost/3600, maxLostPerWork, work/3600)
 	}
 	wait, by := last, "the victims are expected to end within"
 	switch {
@@ -133,5 +136,5 @@ func (m *Room) worthEvicting(pj cycle.PendingJob, gang placement.Gang, units []U
 	if m.RoomFrees != nil {
 		p.Room, p.RoomKnown = m.RoomFrees(pj.Job, gang)
 	}
-	return WorthEvicting(p, ends)
+	return WorthEvicting(p, ends, m.cfg.MaxLostPerWork)
 }

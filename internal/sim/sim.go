@@ -128,6 +128,10 @@ type Config struct {
 	// throws away (engine.Config.ReclaimMaxLost, ReclaimGrace).
 	ReclaimMaxLost time.Duration
 	ReclaimGrace   time.Duration
+	// MaxLostPerWork bounds what corral's priority preemption throws away,
+	// as a multiple of the preemptor's expected work
+	// (engine.Config.MaxLostPerWork; zero: the default, negative: none).
+	MaxLostPerWork float64
 	// Failures injects device and node failures into replay; nil: none.
 	Failures *FailureModel
 	// Rendezvous is how long a job whose pods have not all started keeps
@@ -175,7 +179,7 @@ func Run(in Input, cfg Config) (metrics.Result, []Rejection, error) {
 			return res, nil, err
 		}
 		eng = engine.New(engine.Config{Policy: cfg.Policy, Backfill: cfg.Backfill, CheckpointWait: cfg.CheckpointWait,
-			ReclaimMaxLost: cfg.ReclaimMaxLost, ReclaimGrace: cfg.ReclaimGrace})
+			ReclaimMaxLost: cfg.ReclaimMaxLost, ReclaimGrace: cfg.ReclaimGrace, MaxLostPerWork: cfg.MaxLostPerWork})
 	}
 	if cfg.Rendezvous == 0 {
 		cfg.Rendezvous = DefaultRendezvous
