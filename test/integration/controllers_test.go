@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
@@ -327,14 +328,20 @@ func TestRayClusterGrows(t *testing.T) {
 		return len(pods) == 3 && boundCount(pods) == 3, fmt.Sprintf("%d of %d bound", boundCount(pods), len(pods))
 	})
 	ctx := context.Background()
-	rc, err := c.Dynamic.Resource(rayClusterGVR).Namespace(ns).Get(ctx, "ray", metav1.GetOptions{})
+	// The operator writes the RayCluster's status as we scale it: a
+	// conflict means our copy is stale, not that the scale-up failed.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		rc, err := c.Dynamic.Resource(rayClusterGVR).Namespace(ns).Get(ctx, "ray", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
+		groups[0].(map[string]any)["replicas"] = int64(4)
+		_ = unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs")
+		_, err = c.Dynamic.Resource(rayClusterGVR).Namespace(ns).Update(ctx, rc, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	groups, _, _ := unstructured.NestedSlice(rc.Object, "spec", "workerGroupSpecs")
-	groups[0].(map[string]any)["replicas"] = int64(4)
-	_ = unstructured.SetNestedSlice(rc.Object, groups, "spec", "workerGroupSpecs")
-	if _, err := c.Dynamic.Resource(rayClusterGVR).Namespace(ns).Update(ctx, rc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 120*time.Second, "the scaled-up RayCluster grows to 5 pods", func() (bool, string) {

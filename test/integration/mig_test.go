@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/corral-dev/corral/api/v1alpha1"
 	"github.com/corral-dev/corral/test/integration/framework"
@@ -133,25 +134,31 @@ func TestMIGExtendedResources(t *testing.T) {
 	})
 
 	// The MIG manager applies the layout and the node reports it.
-	n, err := c.Client.CoreV1().Nodes().Get(ctx, "a100", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a100["gpu0"] = wanted["gpu0"]
-	n.Annotations[v1alpha1.AnnotationMIGLayout] = layoutJSON(a100)
-	if n, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for name := range n.Status.Allocatable {
-		if strings.HasPrefix(string(name), v1alpha1.ResourceMIGPrefix) {
-			delete(n.Status.Allocatable, name)
-			delete(n.Status.Capacity, name)
+	// kwok renews the node's status as we write it: on a conflict, read it
+	// again and write both parts again (each write is idempotent).
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, "a100", metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	for name, q := range migResources(a100) {
-		n.Status.Allocatable[name], n.Status.Capacity[name] = q, q
-	}
-	if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		n.Annotations[v1alpha1.AnnotationMIGLayout] = layoutJSON(a100)
+		if n, err = c.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		for name := range n.Status.Allocatable {
+			if strings.HasPrefix(string(name), v1alpha1.ResourceMIGPrefix) {
+				delete(n.Status.Allocatable, name)
+				delete(n.Status.Capacity, name)
+			}
+		}
+		for name, q := range migResources(a100) {
+			n.Status.Allocatable[name], n.Status.Capacity[name] = q, q
+		}
+		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, time.Minute, "four bound to the new 4g instance", func() (bool, string) {
