@@ -171,9 +171,10 @@ const (
 // a few (a 15-minute job running 10% over its estimate halves the
 // confidence of every start waiting on it), a 7-day and a 5-day job started
 // in each such cycle and were evicted for the hold in the next, 11 times;
-// the 7-day job, held out until the hold's start, was the run's tail.
+// the 7-day job, held out until the hold's start, was the run's tail. The
+// starvation age counts as starved, as everywhere else (pastStarvation).
 func (b *Cycle) admittedWhileStarved(rj cycle.RunningJob, j *workload.Job) bool {
-	return rj.Start.After(j.Submit.Add(b.cfg.StarveAfter))
+	return b.pastStarvation(rj.Start.Sub(j.Submit))
 }
 
 // evictStragglers looks at the running jobs on slot's nodes that starved

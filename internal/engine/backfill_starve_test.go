@@ -83,12 +83,13 @@ func TestStarvedLargestFirst(t *testing.T) {
 	}
 }
 
-// TestStarvedJobEvictsStragglers: a starved 16-GPU gang waits 9 h for one
-// small long job while the rest of its rack frees in 30 min. The straggler
+// TestStarvedJobEvictsStragglers: a starved 16-GPU gang waits 8 h for one
+// small long job (started 2 h ago, an hour before the gang starved) while
+// the rest of its rack frees in 30 min. The straggler
 // is evicted only when it is small (at most 1/8 of the gang's GPUs),
 // preemptible, of no higher priority, and loses little work next to the
 // time the gang gains; then the reservation starts at 30 min. The gang runs
-// 10 h, so holding its nodes 9 h is worth it either way.
+// 10 h, so holding its nodes 8 h is worth it either way.
 func TestStarvedJobEvictsStragglers(t *testing.T) {
 	straggler := func(gpus int, prio int32, preemptible bool, expected time.Duration) *workload.Job {
 		b := build.Job("straggler").GPUs(gpus).Priority(prio).Expected(expected)
@@ -107,19 +108,23 @@ func TestStarvedJobEvictsStragglers(t *testing.T) {
 		headRuns time.Duration
 		noHold   bool
 	}{
-		"small, cheap and long: evicted":         {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour, evicted: true},
-		"not preemptible: kept":                  {job: straggler(1, 0, false, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
-		"higher priority than the gang: kept":    {job: straggler(1, 5, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
-		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
+		"small, cheap and long: evicted":         {job: straggler(1, 0, true, 10*time.Hour), ran: 2 * time.Hour, waited: 25 * time.Hour, evicted: true},
+		"not preemptible: kept":                  {job: straggler(1, 0, false, 10*time.Hour), ran: 2 * time.Hour, waited: 25 * time.Hour},
+		"higher priority than the gang: kept":    {job: straggler(1, 5, true, 10*time.Hour), ran: 2 * time.Hour, waited: 25 * time.Hour},
+		"more than 1/8 of the gang's GPUs: kept": {job: straggler(4, 0, true, 10*time.Hour), ran: 2 * time.Hour, waited: 25 * time.Hour},
 		"too much work lost: kept":               {job: straggler(1, 0, true, 49*time.Hour), ran: 40 * time.Hour, waited: 25 * time.Hour},
 		"the gang is not starved yet: kept":      {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: time.Hour},
 		// It started 30 min after the gang starved: corral let it in then
 		// (the gang's hold was not made in that cycle); evicting it now
 		// undoes that decision, and did so cycle after cycle.
 		"started after the gang starved: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: 30 * time.Minute, waited: 25 * time.Hour},
+		// The gang counts as starved from the starvation age itself
+		// (pastStarvation): a job let in at that instant was let in
+		// while it starved.
+		"started the moment the gang starved: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour},
 		// 68.5 GPU-hours idle for a 16-GPU-hour gang: nothing is evicted
 		// for a hold that is not made.
-		"the hold is not worth it: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: time.Hour, waited: 25 * time.Hour,
+		"the hold is not worth it: kept": {job: straggler(1, 0, true, 10*time.Hour), ran: 2 * time.Hour, waited: 25 * time.Hour,
 			headRuns: time.Hour, noHold: true},
 	}
 	for name, tc := range cases {
