@@ -12,6 +12,8 @@
 # OUT defaults to $TMPDIR/corral-quality. Environment:
 #   CASES=a,b       run or tabulate only these cases (names from `list`)
 #   TUNING=1        also run the tuning-seed cases (tuning-*), left out by default
+#   SCALE=1         also run the 4,000-job trace on held-out seeds 51-54
+#                   (scale-*: about 50 minutes on 2 cores), left out by default
 #   SEEDS=45        replace every case's seeds (a smoke test, not a figure)
 #   JOBS=100        replace every gen:llm trace's job count (a smoke test)
 #   PARALLEL=2      cases run at once (default 1; each is one process)
@@ -22,7 +24,7 @@
 # the 1,500-job run also 95-109),
 # and openb seeds 42-51 (docs/benchmarks.md says which setting on which). The
 # reported cases run on held-out seeds: 50-54 for gen:llm (50 for the
-# 4,000-job trace; 50-54 and 75-94 for the queue cases, 50-54 and 75-84 for
+# 4,000-job trace, 51-54 in its scale-* cases; 50-54 and 75-94 for the queue cases, 50-54 and 75-84 for
 # the 1,500-job ones), 52-54 for openb.
 # The tuning-* cases rerun the tuning seeds, named as such.
 set -euo pipefail -f # -f: the trace URLs hold ? and &, no globbing
@@ -96,6 +98,12 @@ cases=(
 	"openb-multigpu20|--cluster openb --trace openb:multigpu20 --protocol fgd --policies $openb_policies --seeds 52-54"
 	"openb-gpuspec10|--cluster openb --trace openb:gpuspec10 --protocol fgd --policies $openb_policies --seeds 52-54"
 	"openb-cpu050|--cluster openb --trace openb:cpu050 --protocol fgd --policies $openb_policies --seeds 52-54"
+	# The 4,000-job trace on four more held-out seeds (issue 17, twelfth
+	# stop): one seed said too little there. corral against kueue-tas and
+	# greedy (corral without reservations) only, for time: each run costs
+	# 5-10 minutes. Left out unless SCALE=1 or CASES names them.
+	"scale-llm4000-realistic|--trace gen:llm?jobs=4000 --info realistic --policies corral,kueue-tas,greedy --seeds 51-54"
+	"scale-llm4000-oracle|--trace gen:llm?jobs=4000 --info oracle --policies corral,kueue-tas,greedy --seeds 51-54"
 	# The seeds corral was tuned on, named as such.
 	"tuning-llm1500-realistic|--info realistic --policies $llm_policies --seeds 42-49"
 	"tuning-llm1500-no-runtimes|--info no-runtimes --policies $llm_policies --seeds 42-49"
@@ -114,6 +122,8 @@ selected() {
 		if [ -n "${CASES:-}" ]; then
 			[[ ",$CASES," == *",$name,"* ]] || continue
 		elif [[ $name == tuning-* && -z ${TUNING:-} ]]; then
+			continue
+		elif [[ $name == scale-* && -z ${SCALE:-} ]]; then
 			continue
 		fi
 		printf '%s\n' "$c"
