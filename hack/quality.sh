@@ -21,7 +21,7 @@
 #
 # Seeds. corral's settings were chosen while looking at gen:llm seeds 42-44,
 # then 45-49 (issue 17 diagnosed on them; the queue workloads also 55-74,
-# the 1,500-job run also 95-109),
+# the 1,500-job run also 95-109, the 4,000-job trace 45-48 and 110-115),
 # and openb seeds 42-51 (docs/benchmarks.md says which setting on which). The
 # reported cases run on held-out seeds: 50-54 for gen:llm (50 for the
 # 4,000-job trace, 51-54 in its scale-* cases; 50-54 and 75-94 for the queue cases, 50-54 and 75-84 for
