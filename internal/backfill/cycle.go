@@ -178,8 +178,6 @@ type Cycle struct {
 	synced  bool
 	heldKey string
 	heldRes int
-	// letInJobs are the starved jobs bound ahead of a backlog (letIn).
-	letInJobs map[workload.JobID]bool
 }
 
 type reservation struct {

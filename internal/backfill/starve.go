@@ -22,11 +22,7 @@ import (
 // at most maxStarvedTries earliest-start searches run in one cycle. A
 // starved job whose start is a guess (below Config.ReserveConfidence) or
 // whose hold would idle more GPU time than it will use (WorthHolding) is
-// not reserved, and no straggler is evicted for it. Without queues, a
-// starved job behind a backlog (behindBacklog) is left out of the walk;
-// when the backlog's head could start now, such jobs that fit and are
-// expected to end within the head's runtime are bound first (letIn) and
-// the head reserves behind them.
+// not reserved, and no straggler is evicted for it.
 // order is the pending jobs (indexes into the snapshot) their queues admit.
 func (b *Cycle) ReserveStarved(order []int) {
 	if b.mode != EASY || b.cfg.StarveAfter < 0 {
@@ -41,10 +37,6 @@ func (b *Cycle) ReserveStarved(order []int) {
 		}
 	}
 	starvedOrder(s.Runtimes, s.Pending, starved, b.queues == nil)
-	var behind []int // starved jobs behind a backlog of larger ones
-	if b.queues == nil {
-		starved, behind = behindBacklog(s.Runtimes, s.Pending, starved, view.CapacityMilli(), b.cfg.StarveAfter)
-	}
 	reserved := map[int]bool{}
 	noSlot := map[string]bool{} // shapes Earliest found no start for this cycle
 	// slots are the starts Earliest found for each shape since the last
@@ -74,20 +66,6 @@ func (b *Cycle) ReserveStarved(order []int) {
 				continue
 			}
 			slots[key] = slot
-		}
-		if len(behind) > 0 && !slot.Start.After(s.Now) {
-			// The backlog's head could start now: the jobs that starved
-			// behind it go first, and it reserves behind them.
-			let := b.letIn(behind, b.letInUntil(pj.Job))
-			behind = nil
-			if let > 0 {
-				clear(slots)
-				if slot, ok = Earliest(view, b.l.Holders(), g, s.Now, s.Runtimes, blocked); !ok {
-					noSlot[key] = true
-					continue
-				}
-				slots[key] = slot
-			}
 		}
 		if b.refusesHold(pj.Job, slot) != holdOK {
 			// A guess: on gen:llm seeds 42 and 47 such a start receded
@@ -166,131 +144,6 @@ func starvedOrder(h *History, pending []cycle.PendingJob, starved []int, byRunti
 		return x.ID < y.ID
 	})
 }
-
-// behindBacklog splits starved (in starvedOrder) into the jobs that keep
-// their place and those behind a backlog: more than bound of strictly
-// larger starved jobs' drain ahead of them (their GPUs × expected runtimes
-// over the cluster's capacity: the least time those jobs hold the cluster
-// served back to back). Served largest first, such a job would wait for
-// the whole backlog (gen:llm, 4,000 jobs, tuning seed 111: 27 starved
-// whole-cluster jobs, 163 h of runtime, served in a row for eight days
-// while jobs of every size that arrived meanwhile waited 130-220 h). A job
-// without a runtime estimate adds nothing to the drain: what it would hold
-// is not known.
-func behindBacklog(h *History, pending []cycle.PendingJob, starved []int, capacity int64, bound time.Duration) (keep, behind []int) {
-	if capacity <= 0 || bound <= 0 {
-		return starved, nil
-	}
-	keep = starved[:0:0]
-	var ahead, group float64 // GPU-milli-seconds of larger jobs; of the current size
-	size := int64(-1)
-	for _, i := range starved {
-		j := pending[i].Job
-		if m := j.GPUMilli(); m != size {
-			ahead += group
-			group, size = 0, m
-		}
-		if ahead/float64(capacity) > bound.Seconds() {
-			behind = append(behind, i)
-		} else {
-			keep = append(keep, i)
-		}
-		if d, _, ok := cycle.Runtime(h, j); ok {
-			group += float64(j.GPUMilli()) * d.Seconds()
-		}
-	}
-	return keep, behind
-}
-
-// letInUntil is when the jobs let in ahead of a backlog's head must be
-// expected to end: within the head's own expected runtime (the starvation
-// age when it has none), so that each round in between delays it by at
-// most as long as it will run, and the cluster alternates between the
-// backlog and the jobs that starved meanwhile. Letting in whatever fits
-// (no bound) made the head wait for the longest of them, round after
-// round: on tuning seeds 111 and 113 the largest jobs' p95 wait went from
-// 8.0 and 9.1 days to 20.9 and 19.6 (greedy's: 22.3 and 23.9).
-func (b *Cycle) letInUntil(head *workload.Job) time.Time {
-	s := b.l.Snapshot()
-	d, _, ok := cycle.Runtime(s.Runtimes, head)
-	if !ok {
-		d = b.cfg.StarveAfter
-	}
-	return s.Now.Add(d)
-}
-
-// letIn binds, in order, the jobs behind a backlog (indexes into pending)
-// that fit now and are firmly expected (firmlyEndsBy) to end by until, before anything else is
-// placed: the moment the backlog's head could start is when they go in
-// between. The holds keep them off the nodes reserved in this walk. At
-// most maxStarvedTries shapes that do not fit are tried. It returns how
-// many it bound; placement skips them (LetIn).
-func (b *Cycle) letIn(behind []int, until time.Time) int {
-	s := b.l.Snapshot()
-	evictedFor := map[workload.JobID]bool{}
-	for _, tp := range s.Terminating {
-		evictedFor[tp.For] = true
-	}
-	placer := b.l.Placer()
-	misses, bound := 0, 0
-	full := map[string]bool{} // shapes that did not fit
-	for _, i := range behind {
-		if misses >= maxStarvedTries {
-			break
-		}
-		pj := s.Pending[i]
-		if evictedFor[pj.Job.ID] || !b.firmlyEndsBy(pj.Job, until) {
-			// It waits for its victims to terminate (placement), or
-			// would hold the head back longer than the head will run, or
-			// for as long as nobody can tell.
-			continue
-		}
-		g, key, ok := b.l.Gang(pj)
-		if !ok {
-			continue
-		}
-		if key += "#" + b.Admit(pj.Job); full[key] {
-			continue
-		}
-		res := placer.PlaceGang(g)
-		if res.Failure != nil {
-			full[key] = true
-			misses++
-			continue
-		}
-		placer.Commit()
-		gb := b.l.Bind(pj.Job, res)
-		st := b.l.Stats()
-		st.JobsPlaced++
-		st.PodsPlaced += len(res.Assignments)
-		st.StarvedLetIn++
-		b.Placed(pj.Job, gb)
-		if b.letInJobs == nil {
-			b.letInJobs = map[workload.JobID]bool{}
-		}
-		b.letInJobs[pj.Job.ID] = true
-		bound++
-	}
-	return bound
-}
-
-// firmlyEndsBy reports whether j, started now, is expected to end by t on
-// an estimate at least as confident as a reservation needs
-// (Config.ReserveConfidence). A weaker one would make the start of the
-// head it is let in ahead of a guess, and a guessed start holds nothing:
-// on the 1,500-job tuning seeds 98 and 106 a single job let in, expected to
-// run 54 and 4 minutes on learned estimates (confidence 0.31), cost the
-// backlog its drain, and the largest jobs' p95 wait went 8.7 -> 14.0 and
-// 2.0 -> 8.7 days.
-func (b *Cycle) firmlyEndsBy(j *workload.Job, t time.Time) bool {
-	s := b.l.Snapshot()
-	e, ok := Expect(s.Runtimes, j, time.Time{}, s.Now)
-	return ok && e.Conf >= b.cfg.ReserveConfidence && !s.Now.Add(e.Runtime).After(t)
-}
-
-// LetIn reports whether the cycle bound job id already, ahead of a
-// backlog of larger starved jobs (letIn).
-func (b *Cycle) LetIn(id workload.JobID) bool { return b.letInJobs[id] }
 
 // Straggler eviction: a starved job's reservation often waits on a few
 // small long jobs while the rest of its domain, already drained, sits idle

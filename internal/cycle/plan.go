@@ -223,9 +223,6 @@ type CycleStats struct {
 	// StarvedReservations counts reservations made for a job waiting past
 	// the starvation age, ahead of every placement.
 	StarvedReservations int
-	// StarvedLetIn counts starved jobs bound ahead of a backlog of larger
-	// starved jobs, before every other placement.
-	StarvedLetIn int
 	// PodsGrown counts pods added to running elastic jobs.
 	PodsGrown int
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
@@ -375,85 +374,6 @@ func TestStarvedJobOverItsQueueLimitHoldsNothing(t *testing.T) {
 			for _, pe := range p.Pending {
 				if pe.Job == "big" && !strings.Contains(pe.Reason.Message, tc.wantWhy) {
 					t.Errorf("big's reason %q, want %q", pe.Reason.Message, tc.wantWhy)
-				}
-			}
-		})
-	}
-}
-
-// TestStarvedBehindABacklog: a starved job behind more than a starvation
-// age of larger starved jobs' drain (their GPUs × expected runtimes over
-// the cluster's GPUs) is bound ahead of them when the backlog's head could
-// start now and it is expected to end within the head's runtime; the head
-// reserves behind it (the drain is not lost to the jobs that come next).
-// One that would have to wait holds nothing. Behind less, or longer than
-// the head, the largest goes first as before. The cluster is two 8-GPU
-// nodes; each big job takes both and runs 10 h.
-func TestStarvedBehindABacklog(t *testing.T) {
-	for name, tc := range map[string]struct {
-		bigs      int           // starved 16-GPU jobs, 10 h each
-		small     time.Duration // the small starved job's runtime (0: 5 h)
-		busy      bool          // both nodes run a 1-hour job
-		queues    bool          // the jobs are in a queue (no promotion)
-		weak      bool          // declared runtimes have run 1/5 of what they said
-		wantSmall bool          // the small starved job is placed
-		// wantStart is when big-0's reservation starts, from now.
-		wantStart time.Duration
-	}{
-		"behind 30 h of larger jobs: bound first":      {bigs: 3, wantSmall: true, wantStart: 5 * time.Hour},
-		"behind 20 h: the largest first":               {bigs: 2},
-		"behind 30 h but its room is busy: holds none": {bigs: 3, busy: true, wantStart: time.Hour},
-		"with queues: the largest first":               {bigs: 3, queues: true},
-		"longer than the head: the largest first":      {bigs: 3, small: 11 * time.Hour},
-		"its estimate is weak: the largest first":      {bigs: 3, weak: true},
-	} {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
-			queueName := ""
-			if tc.queues {
-				queueName, w.queues = "team", []queue.Spec{{Name: "team"}}
-			}
-			w.now = t0.Add(100 * time.Hour)
-			if tc.weak {
-				w.hist = &backfill.History{}
-				for i := range 10 {
-					w.hist.Observe(build.Job(fmt.Sprintf("done-%d", i)).GPUs(8).Expected(5*time.Hour).Obj(), time.Hour)
-				}
-			}
-			if tc.busy {
-				for i, n := range []string{"r0-n-0", "r0-n-1"} {
-					b := min8(fmt.Sprintf("busy-%d", i), 60)
-					b.Queue = queueName
-					w.run(b, n)
-				}
-			}
-			for i := range tc.bigs {
-				big := build.Job(fmt.Sprintf("big-%d", i)).Queue(queueName).GPUs(8).Pods(2).Expected(10 * time.Hour).Obj()
-				big.Submit = t0.Add(time.Duration(i) * time.Minute)
-				w.submit(big)
-			}
-			if tc.small == 0 {
-				tc.small = 5 * time.Hour
-			}
-			small := build.Job("small").Queue(queueName).GPUs(8).Expected(tc.small).Obj()
-			small.Submit = t0.Add(70 * time.Hour)
-			w.submit(small)
-			p := w.runCycle()
-			if got := outcomeOf(p, "small").Placed; got != tc.wantSmall {
-				t.Errorf("small placed = %v, want %v (reservations %+v)", got, tc.wantSmall, p.Reservations)
-			}
-			if got := p.Stats.StarvedLetIn == 1; got != tc.wantSmall {
-				t.Errorf("StarvedLetIn = %d, want the small job's %v", p.Stats.StarvedLetIn, tc.wantSmall)
-			}
-			if len(p.Reservations) == 0 || p.Reservations[0].Job != "big-0" {
-				t.Fatalf("reservations %+v, want big-0's first", p.Reservations)
-			}
-			if got := p.Reservations[0].Start.Sub(w.now); got != tc.wantStart {
-				t.Errorf("big-0's reservation starts in %s, want %s", got, tc.wantStart)
-			}
-			for _, rv := range p.Reservations {
-				if rv.Job == "small" {
-					t.Errorf("the small job holds room: %+v", rv)
 				}
 			}
 		})
