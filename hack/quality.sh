@@ -109,7 +109,8 @@ cases=(
 	"tuning-llm1500-no-runtimes|--info no-runtimes --policies $llm_policies --seeds 42-49"
 	"tuning-llm1500-oracle|--info oracle --policies $llm_policies --seeds 42-49"
 	# The 1,500-job run's later tuning seeds, and the 4,000-job seeds where
-	# starved whole-cluster jobs pile up (the backlog rule, issue 17).
+	# starved whole-cluster jobs pile up (issue 17, twelfth and thirteenth
+	# stops; docs/benchmarks.md).
 	"tuning-llm1500-late|--info realistic --policies corral,greedy,kueue-tas --seeds 95-109"
 	"tuning-llm4000-backlog|--trace gen:llm?jobs=4000 --info realistic --policies corral,greedy --seeds 110-115"
 	"tuning-queues-ckpt|--cluster $queues_cluster --trace gen:llm?jobs=600&late=0.5&load=1.1&ckpt=30m&restart=5m --queues teams --policies corral,corral-newest,kube-gang,kueue-tas --seeds 42-49"
