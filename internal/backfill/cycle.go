@@ -178,6 +178,8 @@ type Cycle struct {
 	synced  bool
 	heldKey string
 	heldRes int
+	// letInJobs are the starved jobs bound ahead of a streak's head (letIn).
+	letInJobs map[workload.JobID]bool
 }
 
 type reservation struct {

@@ -52,6 +52,9 @@ type History struct {
 	acc map[Source]*scores
 	// runs counts the completed runs observed.
 	runs int
+	// spans are the latest spans of each GPU size (milli), in the order
+	// they were observed.
+	spans map[int64][]Span
 }
 
 type window struct {
@@ -214,7 +217,23 @@ type Run struct {
 	Shape       string        // ShapeOf the job
 	Declared    time.Duration // the job's ExpectedRuntime; zero if none
 	Took        time.Duration
+	// Span is when the run held its GPUs; zero when the driver does not
+	// say (the runtime is learned all the same).
+	Span Span
 }
+
+// Span is when a completed run held its GPUs, how many and how long it
+// had waited for them: what the engine knows of the recent past beyond
+// runtimes (which jobs held the cluster in a row, History.Spans).
+type Span struct {
+	Start, End time.Time
+	GPUMilli   int64
+	Waited     time.Duration
+}
+
+// spansPerSize is how many recent spans the history keeps for each GPU
+// size: enough to cover days of back-to-back runs of the largest jobs.
+const spansPerSize = 64
 
 // RunOf is the Run of job j that took d.
 func RunOf(j *workload.Job, d time.Duration) Run {
@@ -261,6 +280,44 @@ func (h *History) ObserveRun(r Run) {
 		w.sorted = sorted
 	}
 	h.runs++
+	if sp := r.Span; !sp.End.IsZero() && sp.GPUMilli > 0 {
+		if h.spans == nil {
+			h.spans = map[int64][]Span{}
+		}
+		l := append(h.spans[sp.GPUMilli], sp)
+		if len(l) > spansPerSize {
+			l = append(l[:0:0], l[len(l)-spansPerSize:]...)
+		}
+		h.spans[sp.GPUMilli] = l
+	}
+}
+
+// Spans lists the kept spans of runs of at least minMilli GPU-milli, by
+// end (then start, then size).
+func (h *History) Spans(minMilli int64) []Span {
+	if h == nil {
+		return nil
+	}
+	var out []Span
+	for m, l := range h.spans {
+		if m >= minMilli {
+			out = append(out, l...)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if !x.End.Equal(y.End) {
+			return x.End.Before(y.End)
+		}
+		if !x.Start.Equal(y.Start) {
+			return x.Start.Before(y.Start)
+		}
+		if x.GPUMilli != y.GPUMilli {
+			return x.GPUMilli < y.GPUMilli
+		}
+		return x.Waited < y.Waited
+	})
+	return out
 }
 
 // Runs is how many completed runs the history has learned from.

@@ -79,3 +79,38 @@ func TestHistoryWindowForgetsOldRuns(t *testing.T) {
 		t.Errorf("a nil history gave an estimate")
 	}
 }
+
+// TestHistorySpans: the history keeps the latest spansPerSize spans of each
+// GPU size, lists those of runs at least as large as asked, by end, and
+// learns runs without a span all the same.
+func TestHistorySpans(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var h History
+	run := func(milli int64, endH int) Run {
+		end := t0.Add(time.Duration(endH) * time.Hour)
+		return Run{Shape: "x", Took: time.Hour, Span: Span{Start: end.Add(-time.Hour), End: end, GPUMilli: milli}}
+	}
+	for i := range spansPerSize + 10 {
+		h.ObserveRun(run(16000, i))
+	}
+	h.ObserveRun(run(8000, 5))
+	h.ObserveRun(Run{Shape: "x", Took: time.Hour}) // no span
+	if got := h.Runs(); got != spansPerSize+12 {
+		t.Errorf("runs %d, want %d", got, spansPerSize+12)
+	}
+	big := h.Spans(16000)
+	if len(big) != spansPerSize {
+		t.Fatalf("%d spans of 16 GPUs, want the latest %d", len(big), spansPerSize)
+	}
+	if first := big[0].End.Sub(t0); first != 10*time.Hour {
+		t.Errorf("oldest kept span ends at %s, want 10h", first)
+	}
+	all := h.Spans(8000)
+	if len(all) != spansPerSize+1 || all[0].GPUMilli != 8000 {
+		t.Errorf("spans of at least 8 GPUs: %d, first %+v; want %d, the 8-GPU one first (ends earliest)", len(all), all[0], spansPerSize+1)
+	}
+	var nilHist *History
+	if nilHist.Spans(0) != nil {
+		t.Error("a nil history has spans")
+	}
+}

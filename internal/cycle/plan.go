@@ -223,6 +223,9 @@ type CycleStats struct {
 	// StarvedReservations counts reservations made for a job waiting past
 	// the starvation age, ahead of every placement.
 	StarvedReservations int
+	// StarvedLetIn counts starved jobs bound ahead of the head of a streak of
+	// starved jobs, before every other placement.
+	StarvedLetIn int
 	// PodsGrown counts pods added to running elastic jobs.
 	PodsGrown int
 

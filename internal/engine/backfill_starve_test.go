@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/corral-dev/corral/internal/backfill"
 	"github.com/corral-dev/corral/internal/build"
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/queue"
 	"github.com/corral-dev/corral/internal/workload"
 )
@@ -374,6 +376,104 @@ func TestStarvedJobOverItsQueueLimitHoldsNothing(t *testing.T) {
 			for _, pe := range p.Pending {
 				if pe.Job == "big" && !strings.Contains(pe.Reason.Message, tc.wantWhy) {
 					t.Errorf("big's reason %q, want %q", pe.Reason.Message, tc.wantWhy)
+				}
+			}
+		})
+	}
+}
+
+// TestStarvedAfterAStreak: once starved jobs of at least half the cluster
+// have held it back to back for longer than the starvation age (the
+// history's spans of their runs), a smaller starved job is bound ahead of
+// the next one when that head could start now and the small job is
+// expected to end within the head's runtime; the head reserves behind it.
+// After a shorter streak, a pause, runs that had not starved, or with
+// queues, the largest goes first as before. The cluster is two 8-GPU
+// nodes; each big job takes both and runs 10 h.
+func TestStarvedAfterAStreak(t *testing.T) {
+	type run struct {
+		startH, endH float64 // hours from now
+		waited       time.Duration
+		gpus         int64 // 0: the whole cluster, 16
+	}
+	streak := func(hours ...float64) []run {
+		var out []run
+		for i := 0; i+1 < len(hours); i += 2 {
+			out = append(out, run{startH: hours[i], endH: hours[i+1], waited: 30 * time.Hour})
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		served    []run         // whole-cluster runs completed, each 16 GPUs
+		small     time.Duration // the small starved job's runtime (0: 5 h)
+		busy      bool          // both nodes run a 1-hour job
+		queues    bool          // the jobs are in a queue
+		wantSmall bool          // the small starved job is placed
+		// wantStart is when big-0's reservation starts, from now.
+		wantStart time.Duration
+	}{
+		"after 30 h of starved jobs: bound first": {served: streak(-30, -20, -20, -10, -10, 0), wantSmall: true, wantStart: 5 * time.Hour},
+		"after 20 h: the largest first":           {served: streak(-20, -10, -10, 0)},
+		"a pause of an hour ends the streak":      {served: streak(-31, -21, -20, -10, -10, 0)},
+		"runs that had not starved do not count":  {served: []run{{startH: -30, endH: -20, waited: time.Hour}, {startH: -20, endH: -10, waited: time.Hour}, {startH: -10, endH: 0, waited: 30 * time.Hour}}},
+		"its room is busy: holds none, lets none": {served: streak(-30, -20, -20, -10, -10, 0), busy: true, wantStart: time.Hour},
+		"with queues: the largest first":          {served: streak(-30, -20, -20, -10, -10, 0), queues: true},
+		"longer than the head: the largest first": {served: streak(-30, -20, -20, -10, -10, 0), small: 11 * time.Hour},
+		"no streak reported: the largest first":   {},
+		"half-cluster runs count":                 {served: []run{{startH: -30, endH: -10, waited: 30 * time.Hour, gpus: 8}, {startH: -10, endH: 0, waited: 30 * time.Hour, gpus: 8}}, wantSmall: true, wantStart: 5 * time.Hour},
+		"smaller runs do not":                     {served: []run{{startH: -30, endH: -10, waited: 30 * time.Hour, gpus: 4}, {startH: -10, endH: 0, waited: 30 * time.Hour, gpus: 4}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, build.State(build.Topo("rack"), build.Racks(1, 2)), Config{Policy: Corral})
+			queueName := ""
+			if tc.queues {
+				queueName, w.queues = "team", []queue.Spec{{Name: "team"}}
+			}
+			w.now = t0.Add(100 * time.Hour)
+			w.hist = &backfill.History{}
+			at := func(h float64) time.Time { return w.now.Add(time.Duration(h * float64(time.Hour))) }
+			for _, r := range tc.served {
+				gpus := r.gpus
+				if gpus == 0 {
+					gpus = 16
+				}
+				w.hist.ObserveRun(cycle.Run{Shape: fmt.Sprintf("%dgpu", gpus), Took: at(r.endH).Sub(at(r.startH)),
+					Span: cycle.Span{Start: at(r.startH), End: at(r.endH), GPUMilli: gpus * 1000, Waited: r.waited}})
+			}
+			if tc.busy {
+				for i, n := range []string{"r0-n-0", "r0-n-1"} {
+					b := min8(fmt.Sprintf("busy-%d", i), 60)
+					b.Queue = queueName
+					w.run(b, n)
+				}
+			}
+			for i := range 3 {
+				big := build.Job(fmt.Sprintf("big-%d", i)).Queue(queueName).GPUs(8).Pods(2).Expected(10 * time.Hour).Obj()
+				big.Submit = t0.Add(time.Duration(i) * time.Minute)
+				w.submit(big)
+			}
+			if tc.small == 0 {
+				tc.small = 5 * time.Hour
+			}
+			small := build.Job("small").Queue(queueName).GPUs(8).Expected(tc.small).Obj()
+			small.Submit = t0.Add(70 * time.Hour)
+			w.submit(small)
+			p := w.runCycle()
+			if got := outcomeOf(p, "small").Placed; got != tc.wantSmall {
+				t.Errorf("small placed = %v, want %v (reservations %+v)", got, tc.wantSmall, p.Reservations)
+			}
+			if got := p.Stats.StarvedLetIn == 1; got != tc.wantSmall {
+				t.Errorf("StarvedLetIn = %d, want the small job's %v", p.Stats.StarvedLetIn, tc.wantSmall)
+			}
+			if len(p.Reservations) == 0 || p.Reservations[0].Job != "big-0" {
+				t.Fatalf("reservations %+v, want big-0's first", p.Reservations)
+			}
+			if got := p.Reservations[0].Start.Sub(w.now); got != tc.wantStart {
+				t.Errorf("big-0's reservation starts in %s, want %s", got, tc.wantStart)
+			}
+			for _, rv := range p.Reservations {
+				if rv.Job == "small" {
+					t.Errorf("the small job holds room: %+v", rv)
 				}
 			}
 		})

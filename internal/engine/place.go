@@ -15,7 +15,7 @@ import (
 func (c *run) place(i int) {
 	c.hc.Spares().HoldAgain(c.l.view) // spares let in for the job before
 	pj := c.s.Pending[i]
-	if c.hc.Handled(pj.Job.ID) {
+	if c.hc.Handled(pj.Job.ID) || c.bf.LetIn(pj.Job.ID) {
 		return
 	}
 	if _, ok := c.later[pj.Job.ID]; ok && pj.Waiting != nil {

@@ -64,7 +64,16 @@ func (r *runtimeHistory) track(w *world, pods []*corev1.Pod) {
 		t := r.running[id]
 		delete(r.running, id)
 		if d, finished, ok := succeededRun(t.pods, byUID); ok {
-			r.observe(storedRun{Run: cycle.RunOf(t.job, d), Finished: finished})
+			run := cycle.RunOf(t.job, d)
+			// The span tells the engine which jobs held the cluster in a
+			// row (backfill's streak of starved jobs). It is not stored:
+			// after a restart the engine sees the running jobs only.
+			start := finished.Add(-d)
+			run.Span = cycle.Span{Start: start, End: finished, GPUMilli: t.job.GPUMilli()}
+			if !t.job.Submit.IsZero() {
+				run.Span.Waited = max(start.Sub(t.job.Submit), 0)
+			}
+			r.observe(storedRun{Run: run, Finished: finished})
 		}
 	}
 	for _, kj := range w.jobs {

@@ -85,6 +85,18 @@ func TestRuntimeHistoryLearnsFromSucceededJobs(t *testing.T) {
 			if len(r.running) != 0 {
 				t.Errorf("%d jobs still tracked", len(r.running))
 			}
+			// The span of the run (backfill's streak of starved jobs):
+			// first container start to last finish, all the job's GPUs,
+			// the wait since the job's submission.
+			spans := r.hist.Spans(0)
+			want := cycle.Span{Start: reportT0.Add(time.Minute), End: reportT0.Add(3*time.Hour + time.Minute),
+				GPUMilli: job.GPUMilli(), Waited: reportT0.Add(time.Minute).Sub(job.Submit)}
+			if job.Submit.IsZero() {
+				want.Waited = 0
+			}
+			if len(spans) == 0 || spans[len(spans)-1] != want {
+				t.Errorf("spans %+v, want the last %+v", spans, want)
+			}
 		})
 	}
 }

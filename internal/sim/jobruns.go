@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/corral-dev/corral/internal/cycle"
 	"github.com/corral-dev/corral/internal/engine"
 )
 
@@ -147,7 +148,9 @@ func (r *replay) finish(i int, now time.Time) {
 	}
 	jr.finished, jr.end = true, now
 	r.res.Summary.JobsCompleted++
-	r.hist.Observe(jr.job.Job, jr.job.Runtime)
+	run := cycle.RunOf(jr.job.Job, jr.job.Runtime)
+	run.Span = cycle.Span{Start: jr.start, End: now, GPUMilli: jr.job.GPUMilli(), Waited: jr.start.Sub(jr.job.Submit)}
+	r.hist.ObserveRun(run)
 }
 
 // mayGrow reports whether a running elastic job has pods still to place:
