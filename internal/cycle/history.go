@@ -235,6 +235,17 @@ type Span struct {
 // size: enough to cover days of back-to-back runs of the largest jobs.
 const spansPerSize = 64
 
+// SpanOf is the span of a run of job j that held its GPUs from start to
+// end: its wait counts from the job's submission (zero when the driver
+// knows none).
+func SpanOf(j *workload.Job, start, end time.Time) Span {
+	sp := Span{Start: start, End: end, GPUMilli: j.GPUMilli()}
+	if !j.Submit.IsZero() {
+		sp.Waited = max(start.Sub(j.Submit), 0)
+	}
+	return sp
+}
+
 // RunOf is the Run of job j that took d.
 func RunOf(j *workload.Job, d time.Duration) Run {
 	return Run{User: j.User, Queue: j.Queue, Shape: ShapeOf(j), Declared: j.ExpectedRuntime, Took: d}

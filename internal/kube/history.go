@@ -67,12 +67,9 @@ func (r *runtimeHistory) track(w *world, pods []*corev1.Pod) {
 			run := cycle.RunOf(t.job, d)
 			// The span tells the engine which jobs held the cluster in a
 			// row (backfill's streak of starved jobs). It is not stored:
-			// after a restart the engine sees the running jobs only.
-			start := finished.Add(-d)
-			run.Span = cycle.Span{Start: start, End: finished, GPUMilli: t.job.GPUMilli()}
-			if !t.job.Submit.IsZero() {
-				run.Span.Waited = max(start.Sub(t.job.Submit), 0)
-			}
+			// after a restart the engine sees only the running jobs and
+			// the runs completed since.
+			run.Span = cycle.SpanOf(t.job, finished.Add(-d), finished)
 			r.observe(storedRun{Run: run, Finished: finished})
 		}
 	}

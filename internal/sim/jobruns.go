@@ -149,7 +149,7 @@ func (r *replay) finish(i int, now time.Time) {
 	jr.finished, jr.end = true, now
 	r.res.Summary.JobsCompleted++
 	run := cycle.RunOf(jr.job.Job, jr.job.Runtime)
-	run.Span = cycle.Span{Start: jr.start, End: now, GPUMilli: jr.job.GPUMilli(), Waited: jr.start.Sub(jr.job.Submit)}
+	run.Span = cycle.SpanOf(jr.job.Job, jr.start, now)
 	r.hist.ObserveRun(run)
 }
 
